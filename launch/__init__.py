@@ -1,0 +1,1 @@
+"""Owns vLLM server processes: config → command, start, read back, classify failures, stop."""

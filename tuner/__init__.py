@@ -1,0 +1,1 @@
+"""slotune's tuner: budget, search space, objective, study and outputs (synchronous)."""
