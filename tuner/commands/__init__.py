@@ -1,0 +1,1 @@
+"""One module per ``tune`` subcommand: ``configure(parser)`` and ``run(args) -> int``."""
