@@ -1,0 +1,53 @@
+"""``tune``: the main job. Settings come from flags > slotune.yaml > built-in defaults."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tuner.settings import FIELDS, TuneSettings, resolve
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    for name, f in FIELDS.items():
+        p.add_argument("--" + name.replace("_", "-"), dest=name, type=f.type, default=None,
+                       help=f.help + (f" (default: {f.default})" if f.default is not None else ""))
+    p.add_argument("--resume", action="store_true", default=None, help="continue the study in --out/--storage")
+    p.add_argument("--config", help="project file (default: ./slotune.yaml when present)")
+
+
+def settings_from_args(args: argparse.Namespace) -> TuneSettings:
+    from tuner.project import find_project_file, read_project_file
+
+    path = find_project_file(args.config)
+    values: dict[str, Any] = read_project_file(path) if path else {}
+    flags = {k: v for k, v in vars(args).items() if k != "config"}
+    settings = resolve(values, flags, source=str(path) if path else "")
+    return settings if path is None else TuneSettings(**{**settings.to_dict(), "config_file": str(path)})
+
+
+def print_outcome(out: Path, summary: Any, slo: str) -> None:
+    if summary.best is None:
+        print(f"No configuration met {slo} at any tested load; closest configs in {out / 'report.html'}; "
+              "no launch.sh written.")
+        return
+    b = summary.best
+    gain = "" if summary.gain_over_baseline is None else f" ({summary.gain_over_baseline * 100:+.0f}% vs vLLM defaults)"
+    print(f"Best: trial {b.number}, goodput {b.goodput_req_s:.3f} req/s at {b.best_rate:.3f} req/s{gain}")
+    print(f"launch script: {out / 'launch.sh'}")
+    print(f"report:        {out / 'report.html'}")
+    print(f"study:         {out} (trials.csv, best.json)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuner.inputs import load_inputs
+    from tuner.pipeline import tune
+    from tuner.quantize_step import maybe_quantize
+
+    settings = settings_from_args(args)
+    inputs = load_inputs(settings)
+    quantized = maybe_quantize(settings, inputs)
+    outcome = tune(inputs, quantized=quantized)
+    print_outcome(outcome.out, outcome.summary, settings.slo)
+    return outcome.exit_code

@@ -1,0 +1,91 @@
+"""Load and validate everything a tune run needs before anything is started.
+
+Bad input raises a UsageError-family exception naming the value and the valid choices (exit 2).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from launch.vllm_info import VllmInfo, probe_vllm
+from loadtest.workload import Workload, load_workload
+
+from loadtest.slo import SLO, parse_slos
+from tuner.errors import UsageError
+from tuner.gpu import GPUProfile
+from tuner.measure import MeasurePlan
+from tuner.model_spec import ModelSpec
+from tuner.settings import TuneSettings
+
+CPU_KV_SPACE_DEFAULT_GIB = "2"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    settings: TuneSettings
+    slos: tuple[SLO, ...]
+    gpu: GPUProfile
+    actual_gpu: GPUProfile | None  # the device really used when memory is emulated
+    workload: Workload
+    spec: ModelSpec
+    model_dir: Path
+    vllm: VllmInfo
+    out: Path
+    cpu_kv_space_gib: str | None  # VLLM_CPU_KVCACHE_SPACE for the cpu profile
+    notes: tuple[str, ...]
+
+
+def check_model_dir(path: str, what: str = "--model") -> Path:
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        raise UsageError(f"{what} {path}: no such directory (expected a model folder with config.json)")
+    if not (p / "config.json").is_file():
+        raise UsageError(f"{what} {path}: no config.json in that folder; point {what} at a Hugging Face model folder")
+    return p.resolve()
+
+
+def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
+    """Short levels on the CPU (demo/CI), longer and wider on a GPU; --level-seconds overrides."""
+    if gpu.is_cpu:
+        plan = MeasurePlan(warmup_requests=2, probe_requests=24, probe_concurrency=8, level_duration_s=6.0,
+                           min_level_requests=12, bisection_steps=2, seed=settings.seed)
+    else:
+        plan = MeasurePlan(warmup_requests=8, probe_requests=256, probe_concurrency=128, level_duration_s=20.0,
+                           min_level_requests=64, bisection_steps=4, seed=settings.seed)
+    if settings.level_seconds:
+        from dataclasses import replace
+
+        plan = replace(plan, level_duration_s=settings.level_seconds)
+    return plan
+
+
+def load_inputs(settings: TuneSettings) -> Inputs:
+    model_dir = check_model_dir(settings.model)
+    for extra, flag in ((settings.quantized_model, "--quantized-model"), (settings.draft_model, "--draft-model")):
+        if extra:
+            check_model_dir(extra, flag)
+    slos = parse_slos(settings.slo)
+    gpu = GPUProfile.load(settings.gpu)
+    actual = GPUProfile.load(settings.emulate_on) if settings.emulate_on else None
+    notes: list[str] = []
+    if actual is not None:
+        if actual.memory_bytes < gpu.memory_bytes:
+            raise UsageError(f"--emulate-on {settings.emulate_on}: that device has less memory than --gpu "
+                             f"{settings.gpu}; memory can only be emulated on a larger device")
+        notes.append(f"Memory of {gpu.name} emulated on {actual.name} (gpu_memory_utilization rescaled): "
+                     "memory limits match the target GPU, speed does not.")
+    workload = load_workload(settings.workload)
+    spec = ModelSpec.from_dir(model_dir)
+    if workload.max_input_tokens + workload.max_output_tokens > spec.max_position_embeddings:
+        raise UsageError(f"workload {workload.name!r} needs {workload.max_input_tokens + workload.max_output_tokens} "
+                         f"tokens per request but the model allows {spec.max_position_embeddings}")
+    info = probe_vllm(settings.vllm_python)
+    kv_space = None
+    if gpu.is_cpu:
+        kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or CPU_KV_SPACE_DEFAULT_GIB
+        if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+            notes.append(f"VLLM_CPU_KVCACHE_SPACE not set: using {kv_space} GiB of KV cache on the CPU.")
+    return Inputs(settings, slos, gpu, actual, workload, spec, model_dir, info, settings.out_dir(), kv_space,
+                  tuple(notes))

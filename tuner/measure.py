@@ -1,0 +1,141 @@
+"""Capacity search: the highest request rate at which every SLO holds, and the goodput there.
+
+Synchronous and independent of how a level is measured: ``capacity_search`` takes a
+``run_level(rate_or_concurrency) -> LoadReport`` callable (``tuner.objective`` passes one that runs
+``loadtest.run_load`` against the live server). Levels that lose their SLO early may be cut short
+by the load generator; here a level is just "met" or "not met".
+
+Sequence: (1) a closed-loop saturation probe gives the most req/s the server can complete;
+(2) a low-rate level checks the SLO can hold at all (if not: infeasible, stop); (3) bisection on the
+Poisson rate between the highest passing and the lowest failing rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from loadtest.report import LoadReport
+
+from loadtest.slo import SLO
+
+
+@dataclass(frozen=True)
+class MeasurePlan:
+    """How hard each trial is measured. Seconds are per level; requests are lower bounds."""
+
+    warmup_requests: int = 4
+    probe_requests: int = 48
+    probe_concurrency: int = 32
+    level_duration_s: float = 12.0
+    min_level_requests: int = 24
+    max_level_requests: int = 2000
+    low_rate_fraction: float = 0.15
+    high_rate_factor: float = 1.1
+    bisection_steps: int = 4
+    seed: int = 0
+
+    def level_requests(self, rate: float) -> int:
+        return max(self.min_level_requests, min(self.max_level_requests, round(rate * self.level_duration_s)))
+
+
+@dataclass(frozen=True)
+class Level:
+    """One measured load level (a rate, or the saturation probe)."""
+
+    kind: str  # "probe" | "rate"
+    rate: float | None
+    concurrency: int | None
+    slo_met: bool
+    goodput_req_s: float
+    throughput_req_s: float
+    slo_values: dict[str, float | None] = field(default_factory=dict)
+    requests_failed: int = 0
+    ttft_p95_ms: float | None = None
+    tpot_p95_ms: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "rate": self.rate, "concurrency": self.concurrency, "slo_met": self.slo_met,
+                "goodput_req_s": self.goodput_req_s, "throughput_req_s": self.throughput_req_s,
+                "slo_values": dict(self.slo_values), "requests_failed": self.requests_failed,
+                "ttft_p95_ms": self.ttft_p95_ms, "tpot_p95_ms": self.tpot_p95_ms}
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    """Outcome of a capacity search. ``best`` is the report at ``best_rate`` (None if no rate held)."""
+
+    saturation_req_s: float
+    best_rate: float | None
+    best: LoadReport | None
+    closest: LoadReport | None  # the level nearest to meeting the SLO when none met it
+    levels: tuple[Level, ...]
+
+    @property
+    def slo_met(self) -> bool:
+        return self.best is not None
+
+    @property
+    def goodput_req_s(self) -> float:
+        return self.best.goodput_req_s if self.best is not None else 0.0
+
+
+def _level(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -> Level:
+    return Level(kind, rate, conc, bool(rep.slo_met), rep.goodput_req_s, rep.throughput_req_s,
+                 dict(rep.slo_values), rep.requests_failed, rep.value("ttft", 95), rep.value("tpot", 95))
+
+
+def slo_excess(rep: LoadReport, slos: tuple[SLO, ...]) -> float:
+    """How far a report is from its SLOs: max over SLOs of (measured / limit − 1); inf if unmeasured."""
+    worst = 0.0 if not slos else float("-inf")
+    for slo in slos:
+        value = rep.value(slo.metric, slo.percentile)
+        if value is None:
+            return float("inf")
+        worst = max(worst, value / slo.limit_ms - 1.0)
+    return worst
+
+
+def capacity_search(
+    run_rate: Callable[[float, int], LoadReport],
+    run_probe: Callable[[int, int], LoadReport],
+    plan: MeasurePlan,
+    slos: tuple[SLO, ...],
+    on_level: Callable[[Level], None] | None = None,
+) -> CapacityResult:
+    """Find the highest passing Poisson rate. ``run_rate(rate, n)``, ``run_probe(concurrency, n)``."""
+    levels: list[Level] = []
+
+    def note(level: Level) -> None:
+        levels.append(level)
+        if on_level:
+            on_level(level)
+
+    probe = run_probe(plan.probe_concurrency, plan.probe_requests)
+    note(_level("probe", None, plan.probe_concurrency, probe))
+    saturation = probe.throughput_req_s
+    if saturation <= 0:
+        return CapacityResult(0.0, None, None, probe, tuple(levels))
+
+    best_rate: float | None = None
+    best: LoadReport | None = None
+    closest: tuple[float, LoadReport] | None = None
+    lo = plan.low_rate_fraction * saturation
+    hi = plan.high_rate_factor * saturation
+    rate = lo
+    for step in range(plan.bisection_steps + 1):
+        rep = run_rate(rate, plan.level_requests(rate))
+        note(_level("rate", rate, None, rep))
+        if rep.slo_met:
+            best_rate, best = rate, rep
+            lo = rate
+        else:
+            excess = slo_excess(rep, slos)
+            if closest is None or excess < closest[0]:
+                closest = (excess, rep)
+            if step == 0:  # the SLO does not hold even at low load: no capacity worth searching
+                break
+            hi = rate
+        rate = (lo + hi) / 2
+    return CapacityResult(saturation, best_rate, best, None if best else (closest[1] if closest else None),
+                          tuple(levels))

@@ -1,0 +1,129 @@
+"""One trial: budget check → launch → warm up → capacity search → stop. Returns a TrialResult.
+
+Infeasible budget → PRUNED before anything starts (with the reasons). A launch that fails or a server
+that dies → FAIL with the classified reason and the log tail. Bugs propagate as exceptions.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from loadtest.report import LoadReport
+from loadtest.runner import LoadSpec, run_load
+from loadtest.workload import Workload
+
+from launch.config import ServeConfig
+from launch.errors import LaunchFailure
+from loadtest.slo import SLO
+from tuner.budget import emulated_gmu, estimate_budget
+from tuner.gpu import GPUProfile
+from tuner.measure import CapacityResult, Level, MeasurePlan, capacity_search, slo_excess
+from tuner.model_spec import ModelSpec
+from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
+
+MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
+DEFAULT_GMU = 0.9
+
+
+@dataclass(frozen=True)
+class TrialContext:
+    """Everything a trial needs besides its configuration."""
+
+    spec: ModelSpec
+    gpu: GPUProfile
+    slos: tuple[SLO, ...]
+    workload: Workload
+    plan: MeasurePlan
+    python: str
+    log_dir: Path
+    vllm_version: str | None = None
+    tokenizer: str | None = None
+    actual_memory_bytes: int | None = None  # set when the GPU profile is emulated on a larger device
+    startup_timeout_s: float = 900.0
+    env: Mapping[str, str] = field(default_factory=dict)
+    output_tokens: int | None = None
+
+
+def launched_config(config: ServeConfig, ctx: TrialContext) -> ServeConfig:
+    """The config really started: with memory emulation, gmu is rescaled so that vLLM's budget
+    (total × gmu) equals the emulated GPU's. Speed is not emulated."""
+    if ctx.actual_memory_bytes is None or ctx.gpu.is_cpu:
+        return config
+    gmu = config.gpu_memory_utilization or DEFAULT_GMU
+    return replace(config, gpu_memory_utilization=round(emulated_gmu(ctx.gpu, ctx.actual_memory_bytes, gmu), 4))
+
+
+def _measure(url: str, config: ServeConfig, ctx: TrialContext, number: int,
+             on_level: Callable[[Level], None]) -> CapacityResult:
+    def spec(**kw: Any) -> LoadSpec:
+        return LoadSpec(url=url, model=config.name, workload=ctx.workload, slos=ctx.slos,
+                        tokenizer=ctx.tokenizer, output_tokens=ctx.output_tokens,
+                        seed=ctx.plan.seed + number, **kw)
+
+    def run_rate(rate: float, n: int) -> LoadReport:
+        return run_load(spec(rate=rate, requests=n, concurrency=None, duration_s=None))
+
+    def run_probe(conc: int, n: int) -> LoadReport:
+        return run_load(spec(rate=None, requests=n, concurrency=conc, duration_s=None))
+
+    return capacity_search(run_rate, run_probe, ctx.plan, ctx.slos, on_level=on_level)
+
+
+def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialContext,
+              progress: Callable[[str], None] = lambda _m: None, device: str | None = None) -> TrialResult:
+    """Run one trial; ``device`` pins it to one GPU (CUDA_VISIBLE_DEVICES) on a multi-GPU host."""
+    from launch.server import start_server
+
+    t0 = time.monotonic()
+    budget = estimate_budget(ctx.spec, ctx.gpu, config, vllm_version=ctx.vllm_version, env=ctx.env)
+    bd = budget.to_dict()
+    base = {"number": number, "is_baseline": is_baseline, "config": config, "budget": bd}
+    if not budget.feasible:
+        reason = "budget: " + "; ".join(budget.reasons)
+        progress(f"pruned before launch: {reason}")
+        return TrialResult(state=PRUNED, fail_reason=reason, constraint=math.inf, **base)
+    launched = launched_config(config, ctx)
+    if device is not None:
+        launched = launched.with_env(CUDA_VISIBLE_DEVICES=device)
+    levels: list[dict[str, Any]] = []
+
+    def on_level(level: Level) -> None:
+        levels.append(level.to_dict())
+        what = f"rate {level.rate:.2f}/s" if level.rate is not None else f"probe c={level.concurrency}"
+        vals = ", ".join(f"{k} {v:.0f}ms" for k, v in level.slo_values.items() if v is not None)
+        progress(f"{what}: {'met' if level.slo_met else 'missed'} ({vals}) goodput {level.goodput_req_s:.2f}/s")
+
+    try:
+        with start_server(launched, python=ctx.python, log_dir=ctx.log_dir / f"trial-{number:03d}",
+                          startup_timeout_s=ctx.startup_timeout_s,
+                          warmup_requests=ctx.plan.warmup_requests, on_progress=progress) as srv:
+            readback = asdict(srv.readback)
+            startup_s = srv.startup_s
+            cap = _measure(srv.url, config, ctx, number, on_level)
+            alive = srv.alive()
+            tail = "" if alive else srv.log_tail()
+    except LaunchFailure as exc:
+        progress(f"launch failed: {exc}")
+        return TrialResult(state=FAIL, launched=launched, fail_reason=f"{exc.reason}: {exc.detail}",
+                           log_tail=exc.log_tail, duration_s=time.monotonic() - t0, constraint=math.inf,
+                           extra={"budget_admitted_but_failed": exc.reason in MEMORY_REASONS}, **base)
+    common = dict(launched=launched, readback=readback, startup_s=startup_s, levels=tuple(levels),
+                  saturation_req_s=cap.saturation_req_s, duration_s=time.monotonic() - t0, **base)
+    if not alive:
+        return TrialResult(state=FAIL, fail_reason="crashed_after_start: the server died during the load test",
+                           log_tail=tail, constraint=math.inf, **common)
+    if cap.best is not None:
+        return TrialResult(state=COMPLETE, slo_met=True, goodput_req_s=cap.goodput_req_s, best_rate=cap.best_rate,
+                           report=cap.best.to_dict(), constraint=min(0.0, slo_excess(cap.best, ctx.slos)),
+                           **common)
+    closest = cap.closest
+    excess = slo_excess(closest, ctx.slos) if closest is not None else math.inf
+    return TrialResult(state=COMPLETE, slo_met=False, goodput_req_s=0.0,
+                       report=closest.to_dict() if closest is not None else None,
+                       fail_reason="slo_not_met: no tested load kept every SLO",
+                       constraint=excess if math.isfinite(excess) else 1e6, **common)

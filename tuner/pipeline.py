@@ -1,0 +1,144 @@
+"""The main job: inputs → (quantize) → study of real vLLM trials → outputs. Synchronous."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from launch.config import ServeConfig
+from tuner.inputs import Inputs, measure_plan
+from tuner.objective import TrialContext, run_trial
+from tuner.outputs import Summary, write_outputs
+from tuner.report_html import write_report
+from tuner.space import SpaceContext, suggest_config
+from tuner.study import enqueue_first, finished, open_study, results_of, run_study
+from tuner.trial_result import TrialResult
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    out: Path
+    summary: Summary
+    trials_run: int
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.summary.best is not None else 1
+
+
+class Progress:
+    """Progress lines on stderr: trial k/N, best so far, ETA from the mean trial time."""
+
+    def __init__(self, total: int, stream: Any = None) -> None:
+        self.total, self.stream, self.t0 = total, stream or sys.stderr, time.monotonic()
+        self.done_here = 0
+        self.trial = "-"
+
+    def say(self, msg: str) -> None:
+        stamp = dt.datetime.now().strftime("%H:%M:%S")
+        print(f"[{stamp}] [trial {self.trial}] {msg}", file=self.stream, flush=True)
+
+    def trial_done(self, study: optuna.Study, summary: Summary) -> None:
+        self.done_here += 1
+        done = len(finished(study))
+        per = (time.monotonic() - self.t0) / self.done_here
+        eta = per * max(0, self.total - done)
+        best = (f"best so far {summary.best.goodput_req_s:.3f} req/s (trial {summary.best.number})"
+                if summary.best else "no config has met the SLO yet")
+        self.say(f"{done}/{self.total} finished; {best}; ETA {eta / 60:.1f} min")
+
+
+def base_config(inp: Inputs) -> ServeConfig:
+    s = inp.settings
+    cfg = ServeConfig(model=str(inp.model_dir), served_model_name=inp.model_dir.name, load_format=s.load_format,
+                      seed=s.seed)
+    if inp.cpu_kv_space_gib:
+        cfg = cfg.with_env(VLLM_CPU_KVCACHE_SPACE=inp.cpu_kv_space_gib)
+    return cfg
+
+
+def space_context(inp: Inputs, base: ServeConfig, quantized: str | None) -> SpaceContext:
+    variants = {"16bit": base.model, "awq": quantized} if quantized else {}
+    return SpaceContext(base=base, min_model_len=inp.workload.max_input_tokens + inp.workload.max_output_tokens,
+                        model_max_len=inp.spec.max_position_embeddings, is_cpu=inp.gpu.is_cpu,
+                        fp8_kv=inp.gpu.fp8_kv, flags=inp.vllm.flags, variants=variants,
+                        draft_model=inp.settings.draft_model)
+
+
+def metadata(inp: Inputs, versions: dict[str, Any], fingerprint: str) -> dict[str, Any]:
+    return {"created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "settings": inp.settings.to_dict(), "slo": inp.settings.slo, "workload": inp.workload.name,
+            "gpu": {"profile": inp.gpu.name, "emulated_on": inp.actual_gpu.name if inp.actual_gpu else None,
+                    "emulation": "memory only" if inp.actual_gpu else None},
+            "model": {"path": str(inp.model_dir), "fingerprint": fingerprint},
+            "vllm": {"version": inp.vllm.version, "python": inp.vllm.python}, "versions": versions,
+            "notes": list(inp.notes)}
+
+
+def importances(study: optuna.Study) -> dict[str, float]:
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE and t.params]
+    if len(done) < 4:
+        return {}
+    try:
+        ev = optuna.importance.PedAnovaImportanceEvaluator()
+        return dict(optuna.importance.get_param_importances(study, evaluator=ev))
+    except (ValueError, RuntimeError):  # too few distinct values for an estimate: the report says none
+        return {}
+
+
+def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str, Any]] | None = None,
+         progress: Progress | None = None, versions: dict[str, Any] | None = None) -> TuneOutcome:
+    from launch.fingerprint import model_fingerprint
+    from launch.script import write_launch_script
+
+    from tuner.versions import collect_versions
+
+    s = inp.settings
+    out = inp.out
+    out.mkdir(parents=True, exist_ok=True)
+    progress = progress or Progress(s.trials)
+    progress.say(f"resolved settings: {s.to_dict()}")
+    versions = versions or collect_versions(s.vllm_python)
+    fingerprint = model_fingerprint(inp.model_dir)
+    meta = metadata(inp, versions, fingerprint)
+    base = base_config(inp)
+    sctx = space_context(inp, base, quantized or s.quantized_model)
+    tctx = TrialContext(spec=inp.spec, gpu=inp.gpu, slos=inp.slos, workload=inp.workload,
+                        plan=measure_plan(s, inp.gpu), python=s.vllm_python, log_dir=out / "logs",
+                        vllm_version=inp.vllm.version,
+                        tokenizer=str(inp.model_dir),
+                        actual_memory_bytes=inp.actual_gpu.memory_bytes if inp.actual_gpu else None,
+                        startup_timeout_s=s.startup_timeout, env=dict(base.env), output_tokens=s.output_tokens)
+    study = open_study(s.storage or f"sqlite:///{out.resolve()}/study.db", resume=s.resume, seed=s.seed)
+    enqueue_first(study, warm_start or [], baseline=True)
+
+    def run_one(trial: optuna.Trial, device: str | None) -> TrialResult:
+        baseline = bool(trial.user_attrs.get("is_baseline"))
+        config = base if baseline else suggest_config(trial, sctx)
+        progress.trial = str(trial.number)
+        progress.say(("baseline (vLLM defaults)" if baseline else "config ") + str(config.knobs()))
+        return run_trial(trial.number, config, baseline, tctx, progress.say, device=device)
+
+    def after_each(st: optuna.Study) -> None:
+        summary = write_all(st)
+        progress.trial_done(st, summary)
+
+    def write_all(st: optuna.Study) -> Summary:
+        def script(path: Path, best: TrialResult) -> None:
+            write_launch_script(path, best.config, inp.vllm, fingerprint=fingerprint, model_dir=best.config.model,
+                                note=f"slotune: trial {best.number}, {s.slo}, workload {inp.workload.name}")
+
+        def report(path: Path, results: list[TrialResult], summary: Summary, m: dict[str, Any]) -> None:
+            write_report(path, results, summary, m, importances(st))
+
+        return write_outputs(out, results_of(st), meta, script, report)
+
+    ran = run_study(study, s.trials, run_one, after_each, devices=s.device_list())
+    summary = write_all(study)
+    return TuneOutcome(out, summary, ran)

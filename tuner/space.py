@@ -1,0 +1,97 @@
+"""The search space: the ONLY place where values are suggested (``trial.suggest_*``).
+
+``SpaceContext`` holds what bounds the space (workload, model limits, GPU, what the installed vLLM
+accepts); ``suggest_config`` turns an Optuna trial into a frozen ``ServeConfig``. Conditional knobs
+(e.g. ``max_num_batched_tokens`` only with chunked prefill) keep every suggested config launchable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from launch.config import ServeConfig
+
+if TYPE_CHECKING:  # optuna is imported lazily by callers; only the type is needed here
+    import optuna
+
+MAX_NUM_SEQS = (4, 8, 16, 32, 64, 128, 256, 512)
+BATCHED_TOKENS = (512, 1024, 2048, 4096, 8192, 16384)
+GMU_RANGE = (0.80, 0.96)
+
+
+@dataclass(frozen=True)
+class SpaceContext:
+    """What bounds the space. ``base`` carries the fixed parts (model, load format, env, TP)."""
+
+    base: ServeConfig
+    min_model_len: int  # the workload's longest request (input + output)
+    model_max_len: int  # the model's max_position_embeddings
+    is_cpu: bool
+    fp8_kv: bool = False
+    flags: frozenset[str] = frozenset()  # flags the installed vLLM accepts ("" = all, for tests)
+    variants: dict[str, str] = field(default_factory=dict)  # name -> model dir ("16bit", "awq")
+    draft_model: str | None = None
+    speculative: bool = True
+
+    def accepts(self, flag: str) -> bool:
+        return not self.flags or flag in self.flags
+
+
+def model_len_choices(ctx: SpaceContext) -> tuple[int, ...]:
+    """max-model-len candidates: the workload's longest request rounded up to 256, ×2, ×4 — never
+    above the model's maximum (a larger window only reserves KV space nobody uses)."""
+    need = -(-ctx.min_model_len // 256) * 256
+    cap = ctx.model_max_len
+    choices = sorted({min(v, cap) for v in (need, need * 2, need * 4)})
+    return tuple(c for c in choices if c >= ctx.min_model_len) or (cap,)
+
+
+def suggest_config(trial: optuna.trial.BaseTrial, ctx: SpaceContext) -> ServeConfig:
+    """Suggest one configuration. Every knob the installed vLLM lacks is left out of the space."""
+    knobs: dict[str, Any] = {}
+    if ctx.variants and len(ctx.variants) > 1:
+        variant = trial.suggest_categorical("model_variant", sorted(ctx.variants))
+        knobs["model"] = ctx.variants[variant]
+    if not ctx.is_cpu and ctx.accepts("--gpu-memory-utilization"):
+        knobs["gpu_memory_utilization"] = trial.suggest_float(
+            "gpu_memory_utilization", GMU_RANGE[0], GMU_RANGE[1], step=0.01)
+    knobs["max_model_len"] = trial.suggest_categorical("max_model_len", model_len_choices(ctx))
+    knobs["max_num_seqs"] = trial.suggest_categorical("max_num_seqs", MAX_NUM_SEQS)
+    chunked = True
+    if ctx.accepts("--enable-chunked-prefill"):
+        chunked = trial.suggest_categorical("enable_chunked_prefill", (True, False))
+        knobs["enable_chunked_prefill"] = chunked
+    if chunked:
+        knobs["max_num_batched_tokens"] = trial.suggest_categorical("max_num_batched_tokens", BATCHED_TOKENS)
+    else:  # without chunking a whole prompt must fit one step
+        knobs["max_num_batched_tokens"] = max(knobs["max_model_len"], 2048)
+    if ctx.accepts("--enable-prefix-caching"):
+        knobs["enable_prefix_caching"] = trial.suggest_categorical("enable_prefix_caching", (True, False))
+    if ctx.fp8_kv and not ctx.is_cpu and ctx.accepts("--kv-cache-dtype"):
+        knobs["kv_cache_dtype"] = trial.suggest_categorical("kv_cache_dtype", ("auto", "fp8"))
+    if ctx.speculative and not ctx.is_cpu and ctx.accepts("--speculative-config"):
+        methods = ("off", "ngram") + (("draft",) if ctx.draft_model else ())
+        method = trial.suggest_categorical("speculative_method", methods)
+        if method != "off":
+            knobs["speculative_method"] = method
+            knobs["num_speculative_tokens"] = trial.suggest_int("num_speculative_tokens", 1, 5)
+            if method == "draft":
+                knobs["speculative_model"] = ctx.draft_model
+    return replace(ctx.base, **knobs)
+
+
+def params_of(config: ServeConfig, ctx: SpaceContext) -> dict[str, Any]:
+    """The Optuna params that reproduce ``config`` (used to enqueue earlier bests when re-tuning)."""
+    params: dict[str, Any] = {}
+    for name in ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
+                 "enable_chunked_prefill", "enable_prefix_caching", "kv_cache_dtype", "num_speculative_tokens"):
+        value = getattr(config, name)
+        if value is not None:
+            params[name] = value
+    params["speculative_method"] = config.speculative_method or "off"
+    if ctx.variants and len(ctx.variants) > 1:
+        for name, path in ctx.variants.items():
+            if path == config.model:
+                params["model_variant"] = name
+    return params

@@ -1,0 +1,82 @@
+"""TrialResult: the frozen record of one trial, as stored in the study and written to trials.csv.
+
+A failed trial is a *state* (FAIL with ``fail_reason``), an infeasible one is PRUNED before launch.
+Stored in Optuna as the user attribute ``result`` (JSON), so a resumed study reads it back unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from launch.config import KNOBS, ServeConfig
+
+COMPLETE, FAIL, PRUNED = "COMPLETE", "FAIL", "PRUNED"
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    number: int
+    state: str
+    is_baseline: bool
+    config: ServeConfig
+    launched: ServeConfig | None = None  # what was really started (memory emulation may change gmu)
+    fail_reason: str | None = None
+    slo_met: bool = False
+    goodput_req_s: float = 0.0
+    best_rate: float | None = None
+    saturation_req_s: float | None = None
+    report: dict[str, Any] | None = None  # loadtest report at best_rate (or the closest level)
+    levels: tuple[dict[str, Any], ...] = ()
+    budget: dict[str, Any] | None = None
+    readback: dict[str, Any] | None = None
+    startup_s: float | None = None
+    duration_s: float | None = None
+    log_tail: str = ""
+    constraint: float = 0.0  # <= 0: every SLO held at some load; > 0: relative excess at the closest level
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["config"] = self.config.to_dict()
+        d["launched"] = self.launched.to_dict() if self.launched else None
+        d["levels"] = list(self.levels)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrialResult:
+        d = dict(d)
+        d["config"] = ServeConfig.from_dict(d["config"])
+        d["launched"] = ServeConfig.from_dict(d["launched"]) if d.get("launched") else None
+        d["levels"] = tuple(d.get("levels") or ())
+        return cls(**d)
+
+    def metric(self, name: str) -> float | None:
+        """A metric of the best report, e.g. ``metric("ttft_ms.p95")``."""
+        node: Any = self.report
+        for part in name.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        return node if isinstance(node, (int, float)) else None
+
+    def csv_row(self) -> dict[str, Any]:
+        """One trials.csv row with the contract columns (DESIGN.md)."""
+        row: dict[str, Any] = {"number": self.number, "state": self.state, "is_baseline": self.is_baseline}
+        for knob in KNOBS:
+            row[knob] = getattr(self.config, knob)
+        row["model"] = self.config.model
+        row["goodput_req_s"] = round(self.goodput_req_s, 4)
+        row["best_rate_req_s"] = None if self.best_rate is None else round(self.best_rate, 4)
+        row["saturation_req_s"] = None if self.saturation_req_s is None else round(self.saturation_req_s, 4)
+        row["ttft_p95_ms"] = self.metric("ttft_ms.p95")
+        row["tpot_p95_ms"] = self.metric("tpot_ms.p95")
+        row["e2e_p95_ms"] = self.metric("e2e_ms.p95")
+        row["throughput_tok_s"] = self.metric("throughput_tok_s")
+        row["slo_met"] = self.slo_met
+        row["fail_reason"] = self.fail_reason
+        row["kv_tokens_predicted"] = (self.budget or {}).get("kv_tokens")
+        row["kv_tokens_reported"] = (self.readback or {}).get("kv_cache_size_tokens")
+        row["startup_s"] = None if self.startup_s is None else round(self.startup_s, 1)
+        row["duration_s"] = None if self.duration_s is None else round(self.duration_s, 1)
+        return row

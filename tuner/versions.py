@@ -1,0 +1,57 @@
+"""The serving stack's versions, read from the interpreter whose vLLM is launched.
+
+Recorded in best.json at tune time and compared by ``tune retune``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+_PROBE = r"""
+import json, platform, subprocess
+out = {"python": platform.python_version()}
+for mod in ("vllm", "torch", "transformers"):
+    try:
+        out[mod] = __import__(mod).__version__
+    except Exception as exc:  # record, never guess
+        out[mod] = None
+try:
+    import torch
+    out["cuda"] = torch.version.cuda
+    if torch.cuda.is_available():
+        out["gpu_name"] = torch.cuda.get_device_name(0)
+        out["gpu_count"] = torch.cuda.device_count()
+        out["gpu_memory_bytes"] = torch.cuda.get_device_properties(0).total_memory
+except Exception:
+    pass
+try:
+    out["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                   capture_output=True, text=True, timeout=20).stdout.strip().splitlines()[0]
+except Exception:
+    out["driver"] = None
+if not out.get("gpu_name"):
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                out["gpu_name"] = "cpu: " + line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+print(json.dumps(out))
+"""
+
+COMPARED = ("vllm", "torch", "transformers", "cuda", "driver", "gpu_name")
+
+
+def collect_versions(python: str, timeout_s: float = 180.0) -> dict[str, object]:
+    """Versions of vLLM, torch, transformers, CUDA, driver and the device name, from ``python``."""
+    proc = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "probe failed"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def changed_versions(old: dict[str, object], new: dict[str, object]) -> dict[str, tuple[object, object]]:
+    """The compared keys whose value differs: name -> (old, new)."""
+    return {k: (old.get(k), new.get(k)) for k in COMPARED if old.get(k) != new.get(k)}
