@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from loadtest.report import LoadReport
+from typing import TYPE_CHECKING
 
 from loadtest.slo import SLO
+
+if TYPE_CHECKING:
+    from loadtest.report import LoadReport
 
 
 @dataclass(frozen=True)

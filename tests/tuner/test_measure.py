@@ -1,0 +1,71 @@
+"""The capacity search against a scripted server model (the thing under test is the search itself)."""
+
+from dataclasses import dataclass, field
+
+from loadtest.slo import SLO
+from tuner.measure import MeasurePlan, capacity_search, slo_excess
+
+SLOS = (SLO("ttft", 95, 1000.0),)
+
+
+@dataclass
+class FakeReport:
+    ttft_p95: float | None
+    throughput_req_s: float
+    goodput_req_s: float
+    requests_failed: int = 0
+    slo_values: dict = field(default_factory=dict)
+
+    @property
+    def slo_met(self):
+        return self.ttft_p95 is not None and self.ttft_p95 <= 1000.0
+
+    def value(self, metric, pct):
+        return self.ttft_p95 if metric == "ttft" else None
+
+    def to_dict(self):
+        return {"ttft_ms": {"p95": self.ttft_p95}}
+
+
+def server(capacity: float, base_ttft: float = 200.0):
+    """TTFT grows sharply as the rate approaches capacity; saturation = capacity."""
+    calls = []
+
+    def run_rate(rate, n):
+        calls.append(rate)
+        ttft = base_ttft / max(1e-6, 1 - rate / capacity) if rate < capacity else 60_000.0
+        return FakeReport(ttft, min(rate, capacity), min(rate, capacity) if ttft <= 1000 else 0.0)
+
+    def run_probe(conc, n):
+        return FakeReport(5000.0, capacity, 0.0)
+
+    return run_rate, run_probe, calls
+
+
+def test_finds_rate_near_true_capacity():
+    run_rate, run_probe, calls = server(capacity=10.0)  # SLO holds while rate < 8/s
+    res = capacity_search(run_rate, run_probe, MeasurePlan(bisection_steps=5), SLOS)
+    assert res.slo_met and 7.0 <= res.best_rate <= 8.0
+    assert res.saturation_req_s == 10.0
+    assert len(res.levels) == 1 + 6  # probe + low level + 5 bisection steps
+    assert res.levels[0].kind == "probe"
+
+
+def test_stops_at_once_when_slo_fails_at_low_load():
+    run_rate, run_probe, calls = server(capacity=10.0, base_ttft=5000.0)
+    res = capacity_search(run_rate, run_probe, MeasurePlan(), SLOS)
+    assert not res.slo_met and res.best is None and len(calls) == 1
+    assert res.closest is not None and slo_excess(res.closest, SLOS) > 0
+
+
+def test_dead_server_has_no_capacity():
+    def run_probe(conc, n):
+        return FakeReport(None, 0.0, 0.0, requests_failed=n)
+
+    res = capacity_search(lambda r, n: None, run_probe, MeasurePlan(), SLOS)
+    assert res.saturation_req_s == 0.0 and not res.slo_met
+
+
+def test_level_size_follows_rate():
+    plan = MeasurePlan(level_duration_s=10, min_level_requests=20, max_level_requests=100)
+    assert plan.level_requests(0.5) == 20 and plan.level_requests(5) == 50 and plan.level_requests(50) == 100

@@ -1,0 +1,42 @@
+import pytest
+
+from tuner.errors import ProfileError, UsageError
+from tuner.project import read_project_file, render_project_file
+from tuner.settings import FIELDS, resolve
+
+
+def test_flags_override_file_override_defaults(tmp_path):
+    f = tmp_path / "slotune.yaml"
+    f.write_text("model: ./m\ngpu: a30\nslo: ttft_p95=2s\ntrials: 7\nworkload: code\n")
+    values = read_project_file(f)
+    assert values["model"] == str((tmp_path / "m").resolve())
+    s = resolve(values, {"gpu": "h200", "trials": None, "seed": None}, source=str(f))
+    assert (s.gpu, s.trials, s.workload, s.seed) == ("h200", 7, "code", 0)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("model: ./m\ntrails: 3\n", "slotune.yaml:2: unknown key 'trails'"),
+    ("model: ./m\ntrials: many\n", "slotune.yaml:2: key 'trials' must be int"),
+    ("slo: ttft_p95=fast\n", "slotune.yaml:1: key 'slo': malformed SLO"),
+    ("- a\n- b\n", "must be a mapping"),
+    ("trials: 0\n", "must be positive"),
+])
+def test_bad_file_names_file_line_and_key(tmp_path, text, needle):
+    f = tmp_path / "slotune.yaml"
+    f.write_text(text)
+    with pytest.raises(ProfileError, match=needle):
+        read_project_file(f)
+
+
+def test_missing_model_is_a_usage_error():
+    with pytest.raises(UsageError, match="missing --model"):
+        resolve({}, {"gpu": "a30", "slo": "ttft_p95=2s"})
+
+
+def test_init_template_round_trips(tmp_path):
+    f = tmp_path / "slotune.yaml"
+    f.write_text(render_project_file({"model": "/abs/m", "gpu": "a30", "slo": "ttft_p95=2s"}))
+    values = read_project_file(f)
+    assert values["model"] == "/abs/m" and values["gpu"] == "a30" and values["trials"] == FIELDS["trials"].default
+    for key, field in FIELDS.items():  # every key is documented in the template
+        assert field.help in f.read_text(), key

@@ -1,0 +1,65 @@
+import optuna
+import pytest
+
+from launch.config import ServeConfig
+from tuner.space import SpaceContext, model_len_choices, params_of, suggest_config
+
+BASE = ServeConfig(model="/m", served_model_name="m")
+
+
+def ctx(**kw):
+    d = dict(base=BASE, min_model_len=700, model_max_len=8192, is_cpu=False, fp8_kv=True)
+    d.update(kw)
+    return SpaceContext(**d)
+
+
+def test_model_len_never_above_model_max_nor_below_workload():
+    assert model_len_choices(ctx()) == (768, 1536, 3072)
+    assert model_len_choices(ctx(min_model_len=3000, model_max_len=4096)) == (3072, 4096)
+
+
+def test_suggestions_are_launchable_and_reproducible():
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    c = ctx(draft_model="/draft")
+    for _ in range(40):
+        trial = study.ask()
+        cfg = suggest_config(trial, c)
+        assert cfg.model == "/m" and cfg.max_model_len >= 700
+        if cfg.enable_chunked_prefill is False:
+            assert cfg.max_num_batched_tokens >= cfg.max_model_len
+        if cfg.speculative_method == "draft":
+            assert cfg.speculative_model == "/draft"
+        # the params of a config reproduce it when enqueued
+        study.tell(trial, 1.0)
+        again = optuna.create_study()
+        again.enqueue_trial(params_of(cfg, c))
+        assert suggest_config(again.ask(), c) == cfg
+
+
+def test_cpu_space_has_no_gpu_knobs():
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    trial = study.ask()
+    cfg = suggest_config(trial, ctx(is_cpu=True))
+    assert cfg.gpu_memory_utilization is None and cfg.kv_cache_dtype is None and cfg.speculative_method is None
+    assert "gpu_memory_utilization" not in trial.params
+
+
+@pytest.mark.parametrize("flag, param", [("--kv-cache-dtype", "kv_cache_dtype"),
+                                         ("--enable-prefix-caching", "enable_prefix_caching")])
+def test_knobs_the_installed_vllm_lacks_are_left_out(flag, param):
+    flags = frozenset({"--gpu-memory-utilization", "--max-model-len", "--max-num-seqs", "--kv-cache-dtype",
+                       "--enable-prefix-caching", "--enable-chunked-prefill", "--speculative-config"} - {flag})
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    trial = study.ask()
+    suggest_config(trial, ctx(flags=flags))
+    assert param not in trial.params
+
+
+def test_variants_are_a_knob():
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
+    seen = set()
+    for _ in range(20):
+        t = study.ask()
+        seen.add(suggest_config(t, ctx(variants={"16bit": "/m", "awq": "/m-awq"})).model)
+        study.tell(t, 0.0)
+    assert seen == {"/m", "/m-awq"}
