@@ -25,6 +25,7 @@ class Summary:
     best: TrialResult | None
     baseline: TrialResult | None
     closest: tuple[TrialResult, ...]  # when nothing met the SLO: nearest misses first
+    top: tuple[TrialResult, ...]  # the best configs that met the SLO, best first (warm starts)
     gain_over_baseline: float | None  # best goodput / baseline goodput − 1
     baseline_note: str
 
@@ -50,7 +51,8 @@ def summarize(results: list[TrialResult]) -> Summary:
         elif best is not None:
             gain = best.goodput_req_s / baseline.goodput_req_s - 1.0 if baseline.goodput_req_s > 0 else None
             note = f"vLLM's defaults: {baseline.goodput_req_s:.3f} req/s goodput"
-    return Summary(best, baseline, closest, gain, note)
+    top = tuple(sorted(met, key=lambda r: -r.goodput_req_s)[:3])
+    return Summary(best, baseline, closest, top, gain, note)
 
 
 def trials_frame(results: list[TrialResult]) -> pd.DataFrame:
@@ -77,6 +79,7 @@ def best_document(summary: Summary, meta: dict[str, Any]) -> dict[str, Any]:
         "gain_over_baseline": summary.gain_over_baseline,
         "baseline_note": summary.baseline_note,
         "closest": [brief(r) for r in summary.closest],
+        "top": [brief(r) for r in summary.top],
     }
 
 

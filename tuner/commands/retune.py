@@ -1,19 +1,54 @@
-"""``tune retune``: re-verify a finished study; re-tune when the model or vLLM changed (issue #8)."""
+"""``tune retune``: re-verify a finished study; re-tune (warm-started) when the model or vLLM changed.
+
+Exit 0 when the SLO and goodput hold within the tolerance, 1 on a regression, 2 on bad input.
+"""
 
 from __future__ import annotations
 
 import argparse
-
-from tuner.errors import UsageError
+import json
+import sys
+from pathlib import Path
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.description = ("NOT IMPLEMENTED YET: will re-measure the frozen config when nothing changed and re-tune "
-                     "(warm-started) when the model or the serving stack changed.")
-    p.add_argument("--study", help="study folder with best.json (default: from slotune.yaml)")
-    p.add_argument("--trials", type=int)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--study", help="study folder with best.json (default: the out folder of ./slotune.yaml)")
+    p.add_argument("--trials", type=int, help="trials for a re-tune (default: the study's)")
+    p.add_argument("--tolerance", type=float, default=0.1,
+                   help="allowed goodput drop before it counts as a regression (default 0.1 = 10%%)")
+    p.add_argument("--vllm-python", help="interpreter whose vLLM is launched (default: the study's)")
+    p.add_argument("--config", help="project file (default ./slotune.yaml)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _study_dir(args: argparse.Namespace) -> Path:
+    if args.study:
+        return Path(args.study)
+    from tuner.errors import UsageError
+    from tuner.project import find_project_file, read_project_file
+    from tuner.settings import resolve
+
+    path = find_project_file(args.config)
+    if path is None:
+        raise UsageError("no --study given and no slotune.yaml here; pass --study DIR")
+    return resolve(read_project_file(path), {}, source=str(path)).out_dir()
 
 
 def run(args: argparse.Namespace) -> int:
-    raise UsageError("tune retune is not implemented yet (issue #8); no result was produced")
+    from tuner.retune import retune
+
+    def say(msg: str) -> None:
+        print(f"[retune] {msg}", file=sys.stderr, flush=True)
+
+    result = retune(_study_dir(args), trials=args.trials, tolerance=args.tolerance,
+                    vllm_python=args.vllm_python, progress=say)
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        what = "model changed" if result["model_changed"] else "model unchanged"
+        stack = ("versions changed: " + ", ".join(result["changes"])) if result["versions_changed"] \
+            else "versions unchanged"
+        verdict = "REGRESSION" if result["regression"] else "OK"
+        print(f"{verdict}: {what}, {stack}; action: {result['action']}; launch.sh updated: "
+              f"{result['launch_sh_updated']}")
+    return 1 if result["regression"] else 0

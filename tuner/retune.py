@@ -1,0 +1,132 @@
+"""Nightly re-tune. Unchanged model and stack → re-measure the frozen config at its target load.
+Changed model (fingerprint) or stack (versions) → re-quantize if the study did, tune a new study
+warm-started from the previous best configs, verify the new winner, and only then replace launch.sh.
+A regression (SLO lost, or goodput below the old one by more than the tolerance) exits 1.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from launch.config import ServeConfig
+from tuner.errors import UsageError
+from tuner.settings import TuneSettings
+
+OUTPUT_FILES = ("launch.sh", "best.json", "trials.csv", "report.html")
+
+
+def read_study(study: Path) -> dict[str, Any]:
+    path = study / "best.json"
+    if not path.is_file():
+        raise UsageError(f"--study {study}: no best.json there; point --study at a folder written by `tune`")
+    doc = json.loads(path.read_text())
+    if not doc.get("slo_met") or not doc.get("best"):
+        raise UsageError(f"{path}: that study has no configuration that met its SLO; run `tune --resume` first")
+    return doc
+
+
+def _settings(doc: dict[str, Any], study: Path, overrides: dict[str, Any]) -> TuneSettings:
+    values = {k: v for k, v in doc["settings"].items() if k in TuneSettings.__dataclass_fields__}
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return TuneSettings(**values)
+
+
+def retune(study: Path, *, trials: int | None = None, tolerance: float = 0.1, vllm_python: str | None = None,
+           progress: Any = print) -> dict[str, Any]:
+    """Run the nightly check; returns the JSON document (``regression`` decides the exit code)."""
+    from launch.fingerprint import model_fingerprint
+
+    from tuner.inputs import load_inputs, measure_plan
+    from tuner.objective import TrialContext
+    from tuner.verify import verify_at_rate
+    from tuner.versions import changed_versions, collect_versions
+
+    doc = read_study(study)
+    old_best = doc["best"]
+    settings = _settings(doc, study, {"vllm_python": vllm_python, "out": str(study), "resume": True})
+    inputs = load_inputs(settings)
+    fingerprint = model_fingerprint(inputs.model_dir)
+    versions = collect_versions(settings.vllm_python)
+    model_changed = fingerprint != doc["model"]["fingerprint"]
+    changes = changed_versions(doc.get("versions", {}), versions)
+    result: dict[str, Any] = {
+        "study": str(study), "model_changed": model_changed, "versions_changed": bool(changes),
+        "changes": {k: {"old": o, "new": n} for k, (o, n) in changes.items()}, "tolerance": tolerance,
+        "old": {"goodput_req_s": old_best["goodput_req_s"], "rate": old_best["best_rate_req_s"],
+                "config": old_best["config"], "fingerprint": doc["model"]["fingerprint"],
+                "versions": doc.get("versions")},
+    }
+    floor = old_best["goodput_req_s"] * (1 - tolerance)
+    if not model_changed and not changes:
+        ctx = TrialContext(spec=inputs.spec, gpu=inputs.gpu, slos=inputs.slos, workload=inputs.workload,
+                           plan=measure_plan(settings, inputs.gpu), python=settings.vllm_python,
+                           log_dir=study / "logs" / f"retune-{_stamp()}", vllm_version=inputs.vllm.version,
+                           tokenizer=str(inputs.model_dir), startup_timeout_s=settings.startup_timeout,
+                           actual_memory_bytes=inputs.actual_gpu.memory_bytes if inputs.actual_gpu else None,
+                           output_tokens=settings.output_tokens)
+        check = verify_at_rate(ServeConfig.from_dict(old_best["config"]), ctx, old_best["best_rate_req_s"], progress)
+        result.update(action="reverified", new=check.to_dict(),
+                      regression=not check.slo_met or check.goodput_req_s < floor, launch_sh_updated=False)
+        _append_history(study, result)
+        return result
+    result.update(_retune_changed(study, doc, settings, trials, floor, progress))
+    _append_history(study, result)
+    return result
+
+
+def _retune_changed(study: Path, doc: dict[str, Any], settings: TuneSettings, trials: int | None, floor: float,
+                    progress: Any) -> dict[str, Any]:
+    from tuner.inputs import load_inputs, measure_plan
+    from tuner.objective import TrialContext
+    from tuner.pipeline import base_config, space_context, tune
+    from tuner.quantize_step import maybe_quantize
+    from tuner.space import params_of
+    from tuner.verify import verify_at_rate
+
+    new_dir = study / f"retune-{_stamp()}"
+    new_settings = replace(settings, out=str(new_dir), resume=False, trials=trials or settings.trials)
+    inputs = load_inputs(new_settings)
+    quantized = maybe_quantize(new_settings, inputs)
+    sctx = space_context(inputs, base_config(inputs), quantized or new_settings.quantized_model)
+    previous = [doc["best"]] + [c for c in doc.get("top", []) if c]
+    warm = [params_of(ServeConfig.from_dict(b["config"]), sctx) for b in previous]
+    outcome = tune(inputs, quantized=quantized, warm_start=warm)
+    best = outcome.summary.best
+    if best is None or best.best_rate is None:
+        return {"action": "retuned", "new": {"study": str(new_dir), "slo_met": False}, "regression": True,
+                "launch_sh_updated": False}
+    ctx = TrialContext(spec=inputs.spec, gpu=inputs.gpu, slos=inputs.slos, workload=inputs.workload,
+                       plan=measure_plan(new_settings, inputs.gpu), python=new_settings.vllm_python,
+                       log_dir=new_dir / "logs", vllm_version=inputs.vllm.version, tokenizer=str(inputs.model_dir),
+                       startup_timeout_s=new_settings.startup_timeout, output_tokens=new_settings.output_tokens,
+                       actual_memory_bytes=inputs.actual_gpu.memory_bytes if inputs.actual_gpu else None)
+    check = verify_at_rate(best.config, ctx, best.best_rate, progress)
+    updated = False
+    if check.slo_met:  # only a verified winner replaces the frozen files
+        archive = study / "history" / _stamp()
+        archive.mkdir(parents=True, exist_ok=True)
+        for name in OUTPUT_FILES:
+            if (study / name).exists():
+                shutil.copy2(study / name, archive / name)
+            if (new_dir / name).exists():
+                shutil.copy2(new_dir / name, study / name)
+        updated = True
+    return {"action": "retuned", "launch_sh_updated": updated,
+            "new": {"study": str(new_dir), "trial": best.number, "goodput_req_s": best.goodput_req_s,
+                    "rate": best.best_rate, "config": best.config.to_dict(), "verification": check.to_dict()},
+            "regression": not check.slo_met or best.goodput_req_s < floor}
+
+
+def _stamp() -> str:
+    return dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def _append_history(study: Path, result: dict[str, Any]) -> None:
+    entry = {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), **result}
+    with (study / "retune-history.jsonl").open("a") as f:
+        f.write(json.dumps(entry, default=str) + "\n")
