@@ -54,3 +54,42 @@ def cpu_env() -> dict[str, str]:
         "VLLM_NO_USAGE_STATS": "1",
         "VLLM_DO_NOT_TRACK": "1",
     }
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A real PostgreSQL server on loopback, started for the session (initdb + pg_ctl), stopped after."""
+    import shutil
+    import socket
+    import tempfile
+
+    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    require(bool(initdb and pg_ctl), "PostgreSQL server binaries (initdb, pg_ctl) on PATH")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        require(False, "psycopg (pip install 'slotune[postgres]')")
+    base = Path(tempfile.mkdtemp(prefix="slotune-pg-"))  # not under pytest's 0700 tmp: postgres must reach it
+    data, sock = base / "data", base / "sock"
+    sock.mkdir()
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root: run it as the postgres user
+        shutil.chown(base, "postgres")
+        shutil.chown(sock, "postgres")
+        prefix = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run([*prefix, initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
+                   check=True, capture_output=True)
+    subprocess.run([*prefix, pg_ctl, "-D", str(data), "-l", str(base / "log"), "-w", "-o",
+                    f"-p {port} -h 127.0.0.1 -k {sock}", "start"], check=True, capture_output=True)
+    try:
+        import psycopg
+
+        with psycopg.connect(f"postgresql://postgres@127.0.0.1:{port}/postgres", autocommit=True) as conn:
+            conn.execute("CREATE DATABASE slotune")
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/slotune"
+    finally:
+        subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)

@@ -32,10 +32,6 @@ def storage_for(url: str) -> optuna.storages.BaseStorage:
                                       engine_kwargs={"pool_pre_ping": True} if not url.startswith("sqlite") else {})
 
 
-def _constraints(ft: optuna.trial.FrozenTrial) -> list[float]:
-    return [float(ft.user_attrs.get("constraint", 1e6))]
-
-
 def open_study(storage_url: str, *, resume: bool, seed: int, name: str = STUDY_NAME,
                startup_trials: int = 4) -> optuna.Study:
     """Create the study, or load it with ``resume``. An existing study without ``resume`` is an error."""
@@ -45,7 +41,7 @@ def open_study(storage_url: str, *, resume: bool, seed: int, name: str = STUDY_N
     if exists and not resume:
         raise UsageError(f"a study already exists in {storage_url}; pass --resume to continue it "
                          "or choose another --out/--storage")
-    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constraints_func=_constraints,
+    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
                                          n_startup_trials=startup_trials)
     study = optuna.create_study(study_name=name, storage=storage, direction="maximize", sampler=sampler,
                                 load_if_exists=True)
@@ -101,7 +97,8 @@ def run_study(
         finally:
             pool.put(device)
         trial.set_user_attr("result", result.to_dict())
-        trial.set_user_attr("constraint", result.constraint if result.constraint < 1e6 else 1e6)
+        # <= 0: every SLO held at some load; the sampler learns the infeasible region from it
+        trial.set_constraint("slo", min(result.constraint, 1e6))
         if result.state == PRUNED:
             raise optuna.TrialPruned(result.fail_reason)
         if result.state == FAIL:

@@ -1,0 +1,63 @@
+import json
+
+import pandas as pd
+
+from launch.config import ServeConfig
+from tuner.outputs import summarize, write_outputs
+from tuner.report_html import write_report
+from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
+
+CONTRACT = ["number", "state", "is_baseline", "gpu_memory_utilization", "max_model_len", "max_num_seqs",
+            "max_num_batched_tokens", "goodput_req_s", "ttft_p95_ms", "tpot_p95_ms", "slo_met", "fail_reason",
+            "kv_tokens_predicted", "kv_tokens_reported"]
+
+
+def result(n, state=COMPLETE, met=True, goodput=1.0, baseline=False, **cfg):
+    rep = {"ttft_ms": {"p95": 100.0 * (n + 1)}, "tpot_ms": {"p95": 10.0}, "throughput_tok_s": 50.0}
+    levels = ({"kind": "rate", "rate": 1.0, "ttft_p95_ms": 90.0, "tpot_p95_ms": 9.0},
+              {"kind": "rate", "rate": 2.0, "ttft_p95_ms": 150.0, "tpot_p95_ms": 11.0})
+    return TrialResult(n, state, baseline, ServeConfig(model="/m", **cfg), slo_met=met and state == COMPLETE,
+                       goodput_req_s=goodput if met else 0.0, best_rate=goodput if met else None,
+                       report=rep if state == COMPLETE else None, levels=levels if state == COMPLETE else (),
+                       budget={"kv_tokens": 1000}, readback={"kv_cache_size_tokens": 1010},
+                       fail_reason=None if state == COMPLETE else "oom: CUDA out of memory", constraint=-0.1)
+
+
+def fake_script(path, best):
+    path.write_text(f"#!/bin/bash\n# trial {best.number}\n")
+
+
+def test_files_and_contract_columns(tmp_path):
+    results = [result(0, goodput=2.0, baseline=True), result(1, goodput=3.0, max_num_seqs=64),
+               result(2, state=FAIL), result(3, state=PRUNED)]
+    s = write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, fake_script, write_report)
+    assert s.best.number == 1 and abs(s.gain_over_baseline - 0.5) < 1e-9
+    frame = pd.read_csv(tmp_path / "trials.csv")
+    assert all(c in frame.columns for c in CONTRACT)
+    assert list(frame["state"]) == ["COMPLETE", "COMPLETE", "FAIL", "PRUNED"]
+    assert frame.loc[1, "max_num_seqs"] == 64 and frame.loc[0, "kv_tokens_reported"] == 1010
+    best = json.loads((tmp_path / "best.json").read_text())
+    assert best["slo_met"] and best["best"]["trial"] == 1 and best["baseline"]["trial"] == 0
+    assert "trial 1" in (tmp_path / "launch.sh").read_text()
+    html = (tmp_path / "report.html").read_text()
+    assert "Trial 1 wins" in html and "+50%" in html and html.count("<svg") >= 3
+
+
+def test_no_launch_script_for_an_slo_nobody_met(tmp_path):
+    (tmp_path / "launch.sh").write_text("stale")
+    results = [result(0, met=False, baseline=True), result(1, met=False)]
+    s = write_outputs(tmp_path, results, {"slo": "ttft_p95=1ms"}, fake_script, write_report)
+    assert s.best is None and len(s.closest) == 2
+    assert not (tmp_path / "launch.sh").exists()
+    assert json.loads((tmp_path / "best.json").read_text())["slo_met"] is False
+    assert "No configuration met" in (tmp_path / "report.html").read_text()
+
+
+def test_baseline_that_did_not_start_is_said_plainly():
+    s = summarize([result(0, state=FAIL, baseline=True), result(1, goodput=2.0)])
+    assert s.gain_over_baseline is None and "did not run" in s.baseline_note
+
+
+def test_trial_result_round_trips():
+    r = result(4, max_num_seqs=8)
+    assert TrialResult.from_dict(json.loads(json.dumps(r.to_dict()))) == r
