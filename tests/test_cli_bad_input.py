@@ -1,0 +1,54 @@
+"""Bad input: one line naming the value and the valid choices, exit 2, no traceback, nothing started."""
+
+import subprocess
+import sys
+import venv
+
+import pytest
+
+from tuner.cli import main
+
+
+@pytest.fixture()
+def model(tmp_path):
+    from tuner.synthetic import write_model
+
+    return write_model(tmp_path / "m", "llama-tiny", weights=False)
+
+
+def run_cli(args, capsys):
+    code = main(args)
+    err = capsys.readouterr().err
+    return code, err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--model", "/nonexistent/m", "--gpu", "cpu", "--slo", "ttft_p95=2s"], "--model /nonexistent/m: no such directory"),
+    (["--gpu", "warp9", "--slo", "ttft_p95=2s"], "warp9"),
+    (["--gpu", "cpu", "--slo", "ttft_p95=fast"], "malformed SLO 'ttft_p95=fast'"),
+    (["--gpu", "cpu", "--slo", "foo=1s"], "unknown SLO metric 'foo'"),
+    (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--workload", "nosuch"], "nosuch"),
+    (["--gpu", "cpu"], "missing --slo"),
+])
+def test_bad_input_exits_2_with_one_line(args, needle, model, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    if "--model" not in args:
+        args = ["--model", str(model), *args]
+    code, err = run_cli(args, capsys)
+    assert code == 2, err
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_vllm_python_without_vllm(model, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env = tmp_path / "novllm"
+    venv.create(env, with_pip=False)
+    code, err = run_cli(["--model", str(model), "--gpu", "cpu", "--slo", "ttft_p95=2s",
+                         "--vllm-python", str(env / "bin" / "python")], capsys)
+    assert code == 2 and "vLLM" in err and str(env / "bin" / "python") in err and "Traceback" not in err
+
+
+def test_subcommands_have_help():
+    for sub in ("budget", "quantize", "retune", "init", "demo", "make-model"):
+        proc = subprocess.run([sys.executable, "-m", "tuner.cli", sub, "--help"], capture_output=True, text=True)
+        assert proc.returncode == 0 and "usage: tune " + sub in proc.stdout, (sub, proc.stderr)
