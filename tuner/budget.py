@@ -63,6 +63,7 @@ def estimate_budget(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, *, vl
                     env: Mapping[str, str] | None = None) -> KVBudget:
     """Predict vLLM's KV budget for ``config`` on ``gpu``. ``None`` fields take vLLM's defaults."""
     version = vllm_version or installed_vllm_version() or "0.26.0"
+    spec = spec.with_dtype(config.dtype)
     environ = {**(os.environ if env is None else env), **dict(config.env)}
     tp = config.tensor_parallel_size or 1
     gmu = config.gpu_memory_utilization if config.gpu_memory_utilization is not None else DEFAULT_GMU

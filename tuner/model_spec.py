@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,7 @@ class ModelSpec:
     intermediate_size: int
     vocab_size: int
     max_position_embeddings: int
-    dtype: str
+    dtype: str  # what vLLM serves with --dtype auto (float32 checkpoints are downcast to bfloat16)
     tie_word_embeddings: bool
     layer_types: tuple[str, ...]  # per layer: "full_attention" | "sliding_attention"
     sliding_window: int | None  # the window of the sliding layers (None when none slide)
@@ -88,6 +88,15 @@ class ModelSpec:
     qk_norm: bool = False
     norms_per_layer: int = 2
     vision_params: int = 0  # multimodal towers vLLM also loads (estimated from vision_config)
+    checkpoint_dtype: str = ""  # torch_dtype as written in config.json
+
+    def with_dtype(self, dtype: str | None) -> ModelSpec:
+        """This model served with ``--dtype dtype`` (None/auto: unchanged)."""
+        if dtype in (None, "auto"):
+            return self
+        if dtype not in _DTYPE_BYTES:
+            raise ModelSpecError(f"dtype {dtype!r} is not one of auto, {', '.join(_DTYPE_BYTES)}")
+        return replace(self, dtype=str(dtype))
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
@@ -217,7 +226,7 @@ def _parse(cfg: dict[str, Any], source: str) -> ModelSpec:
         head_dim_v=int(cfg.get("head_dim_v") or head_dim), intermediate_size=intermediate,
         vocab_size=int(req("vocab_size", "embedding and logits sizes")),
         max_position_embeddings=int(req("max_position_embeddings", "the default max_model_len")),
-        dtype=str(dtype),
+        dtype="bfloat16" if str(dtype) in ("float32", "float") else str(dtype), checkpoint_dtype=str(dtype),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", family in _TIED_BY_DEFAULT)),
         layer_types=layer_types, sliding_window=window, mla=mla, moe=moe,
         quant=_parse_quant(cfg.get("quantization_config"), source),
