@@ -1,0 +1,146 @@
+"""vLLM's Prometheus ``/metrics``: scraped before and after a run (and polled for peaks during it).
+
+Names as in vLLM 0.32 (``vllm/v1/metrics/loggers.py``, ``vllm/v1/spec_decode/metrics.py``); 0.26
+uses the same ones. Older builds' ``vllm:gpu_cache_usage_perc`` / ``vllm:gpu_prefix_cache_*`` are
+read as aliases. A server without ``/metrics`` (not vLLM) gives an empty dict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from loadtest.transport import Clock, Transport
+
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+COUNTERS = {  # report key suffix -> metric names (first present wins)
+    "preemptions": ("vllm:num_preemptions_total",),
+    "prefix_queries": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
+    "prefix_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+    "spec_drafts": ("vllm:spec_decode_num_drafts_total",),
+    "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total",),
+    "spec_accepted": ("vllm:spec_decode_num_accepted_tokens_total",),
+    "queue_sum": ("vllm:request_queue_time_seconds_sum",),
+    "queue_count": ("vllm:request_queue_time_seconds_count",),
+    "prompt_tokens": ("vllm:prompt_tokens_total",),
+    "generation_tokens": ("vllm:generation_tokens_total",),
+}
+GAUGES = {
+    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+    "requests_waiting": ("vllm:num_requests_waiting",),
+    "requests_running": ("vllm:num_requests_running",),
+}
+
+
+def parse_prometheus(text: str) -> tuple[dict[str, float], dict[str, dict[str, str]]]:
+    """Values summed over label sets per name, and the labels of ``*_info`` metrics."""
+    values: dict[str, float] = {}
+    infos: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        brace = line.find("{")
+        if brace >= 0:
+            end = line.rfind("}")
+            name, labels, rest = line[:brace], line[brace + 1:end], line[end + 1:]
+        else:
+            name, _, rest = line.partition(" ")
+            labels = ""
+        parts = rest.split()
+        if not parts:
+            continue
+        try:
+            v = float(parts[0])
+        except ValueError:
+            continue
+        values[name] = values.get(name, 0.0) + v
+        if name.endswith("_info") and labels:
+            infos[name] = dict(_LABEL.findall(labels))
+    return values, infos
+
+
+def _pick(values: dict[str, float], names: tuple[str, ...]) -> float | None:
+    return next((values[n] for n in names if n in values), None)
+
+
+def summarize(before: dict[str, float], after: dict[str, float], peaks: dict[str, float],
+              infos: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """The report's ``server`` dict: deltas over the run, peaks seen, and derived rates."""
+    d: dict[str, float] = {}
+    for key, names in COUNTERS.items():
+        a, b = _pick(before, names), _pick(after, names)
+        if a is not None and b is not None:
+            d[key] = b - a
+    out: dict[str, Any] = {}
+    if "preemptions" in d:
+        out["preemptions"] = int(d["preemptions"])
+    if d.get("queue_count"):
+        out["queue_time_mean_ms"] = 1000.0 * d["queue_sum"] / d["queue_count"]
+    if d.get("prefix_queries"):
+        out["prefix_cache_hit_rate"] = d.get("prefix_hits", 0.0) / d["prefix_queries"]
+    if d.get("spec_draft_tokens"):
+        out["spec_decode_acceptance_rate"] = d.get("spec_accepted", 0.0) / d["spec_draft_tokens"]
+        if d.get("spec_drafts"):
+            out["spec_decode_mean_accepted_per_draft"] = d.get("spec_accepted", 0.0) / d["spec_drafts"]
+    for key in ("prompt_tokens", "generation_tokens"):
+        if key in d:
+            out[f"server_{key}"] = int(d[key])
+    for key, v in peaks.items():
+        out[f"{key}_peak"] = v
+    info = infos.get("vllm:cache_config_info", {})
+    if info.get("num_gpu_blocks") and info.get("block_size"):
+        try:
+            out["kv_cache_tokens"] = int(info["num_gpu_blocks"]) * int(info["block_size"])
+        except ValueError:
+            pass
+    return out
+
+
+class Scraper:
+    """Reads ``/metrics`` through the run's transport; polls gauges every ``interval_s`` (0.2 s) for peaks."""
+
+    def __init__(self, transport: Transport, metrics_url: str, clock: Clock, interval_s: float = 0.2) -> None:
+        self.transport, self.url, self.clock, self.interval = transport, metrics_url, clock, interval_s
+        self.peaks: dict[str, float] = {}
+        self.available = True
+        self._task: asyncio.Task[None] | None = None
+
+    async def scrape(self) -> tuple[dict[str, float], dict[str, dict[str, str]]] | None:
+        if not self.available:
+            return None
+        try:
+            async with self.transport.request("GET", self.url, None, 5.0) as resp:
+                if resp.status != 200:
+                    self.available = False
+                    return None
+                text = b"".join([line async for line in resp.lines()]).decode("utf-8", "replace")
+        except (OSError, TimeoutError):
+            self.available = False
+            return None
+        values, infos = parse_prometheus(text)
+        if not any(k.startswith("vllm:") for k in values):
+            self.available = False
+            return None
+        for key, names in GAUGES.items():
+            v = _pick(values, names)
+            if v is not None:
+                self.peaks[key] = max(self.peaks.get(key, v), v)
+        return values, infos
+
+    async def _poll(self) -> None:
+        while self.available:
+            await self.clock.sleep_until(self.clock.now() + self.interval)
+            await self.scrape()
+
+    def start(self) -> None:
+        if self.available:
+            self._task = asyncio.create_task(self._poll())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, OSError, TimeoutError):
+                pass

@@ -1,0 +1,121 @@
+"""The two seams of the load generator: the clock and the HTTP transport.
+
+A :class:`Transport` has one method, ``request``: an async context manager yielding a
+:class:`Response` whose body is read line by line. :class:`AiohttpTransport` is the real one
+(aiohttp was measured cheaper per streamed request than httpx: see docs/loadtest.md);
+``loadtest.testing.FakeTransport`` scripts a server for timing tests. Transports raise
+``OSError`` (``ConnectionError``) for network failures so the client need not know the library.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol
+
+
+class Clock(Protocol):
+    """Monotonic seconds, and a way to wait for a point in time."""
+
+    def now(self) -> float: ...
+
+    async def sleep_until(self, t: float) -> None: ...
+
+
+class MonotonicClock:
+    """The real clock: ``time.perf_counter`` (CLOCK_MONOTONIC on Linux).
+
+    ``sleep_until`` sleeps to ``SPIN_S`` before the deadline, then yields to the loop until it is
+    reached: epoll timers round up to whole milliseconds, which alone would make sends ~1 ms late.
+    """
+
+    SPIN_S = 0.0015
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    async def sleep_until(self, t: float) -> None:
+        delay = t - time.perf_counter()
+        if delay > self.SPIN_S:
+            await asyncio.sleep(delay - self.SPIN_S)
+        while time.perf_counter() < t:
+            await asyncio.sleep(0)
+
+
+class Response(Protocol):
+    status: int
+
+    def lines(self) -> AsyncIterator[bytes]: ...
+
+    async def read(self) -> bytes: ...
+
+
+class Transport(Protocol):
+    def request(
+        self, method: str, url: str, body: bytes | None, timeout_s: float
+    ) -> AbstractAsyncContextManager[Response]: ...
+
+
+class _AiohttpResponse:
+    def __init__(self, resp: Any) -> None:
+        self._resp = resp
+        self.status: int = resp.status
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        import aiohttp
+
+        try:
+            async for line in self._resp.content:
+                yield line
+        except aiohttp.ClientError as e:
+            raise ConnectionResetError(f"{type(e).__name__}: {e}") from e
+
+    async def read(self) -> bytes:
+        import aiohttp
+
+        try:
+            return bytes(await self._resp.content.read(4096))
+        except aiohttp.ClientError as e:
+            raise ConnectionResetError(f"{type(e).__name__}: {e}") from e
+
+
+class AiohttpTransport:
+    """aiohttp with no connection cap (``limit=0``), one keep-alive pool for the whole run.
+
+    Create it inside the running event loop; close it with :meth:`aclose`.
+    """
+
+    def __init__(self, headers: dict[str, str] | None = None) -> None:
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300, force_close=False)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers={"Content-Type": "application/json", **(headers or {})},
+            timeout=aiohttp.ClientTimeout(total=None),
+            auto_decompress=False,
+            read_bufsize=2**16,
+        )
+
+    @asynccontextmanager
+    async def request(
+        self, method: str, url: str, body: bytes | None, timeout_s: float
+    ) -> AsyncIterator[Response]:
+        import aiohttp
+
+        try:
+            cm = self._session.request(method, url, data=body)
+            resp = await cm.__aenter__()
+        except aiohttp.ClientError as e:
+            raise ConnectionError(f"{type(e).__name__}: {e}") from e
+        try:
+            yield _AiohttpResponse(resp)
+        except BaseException:
+            resp.close()  # drop a half-read connection rather than reuse it
+            raise
+        resp.release()
+
+    async def aclose(self) -> None:
+        await self._session.close()

