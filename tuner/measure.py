@@ -90,8 +90,8 @@ def _level(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -> 
 def slo_excess(rep: LoadReport, slos: tuple[SLO, ...]) -> float:
     """How far a report is from its SLOs: max over SLOs of (measured / limit − 1); inf if unmeasured."""
     worst = 0.0 if not slos else float("-inf")
-    for slo in slos:
-        value = rep.value(slo.metric, slo.percentile)
+    for slo in slos:  # slo_values count failed requests as misses; value() is over successes only
+        value = rep.slo_values[slo.key] if slo.key in rep.slo_values else rep.value(slo.metric, slo.percentile)
         if value is None:
             return float("inf")
         worst = max(worst, value / slo.limit_ms - 1.0)

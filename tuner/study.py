@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -45,8 +46,10 @@ def open_study(storage_url: str, *, resume: bool, seed: int, name: str = STUDY_N
                                          n_startup_trials=startup_trials)
     study = optuna.create_study(study_name=name, storage=storage, direction="maximize", sampler=sampler,
                                 load_if_exists=True)
-    if exists:
-        optuna.storages.fail_stale_trials(study)
+    if exists:  # trials of a tuner that was killed: FAIL, so they are not waited for forever
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
     return study
 
 

@@ -20,6 +20,9 @@ class FakeReport:
     def slo_met(self):
         return self.ttft_p95 is not None and self.ttft_p95 <= 1000.0
 
+    def __post_init__(self):
+        self.slo_values = {"ttft_p95": self.ttft_p95}
+
     def value(self, metric, pct):
         return self.ttft_p95 if metric == "ttft" else None
 
