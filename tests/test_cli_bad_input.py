@@ -23,7 +23,8 @@ def run_cli(args, capsys):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--model", "/nonexistent/m", "--gpu", "cpu", "--slo", "ttft_p95=2s"], "--model /nonexistent/m: no such directory"),
+    (["--model", "/nonexistent/m", "--gpu", "cpu", "--slo", "ttft_p95=2s"],
+     "--model /nonexistent/m: no such directory"),
     (["--gpu", "warp9", "--slo", "ttft_p95=2s"], "warp9"),
     (["--gpu", "cpu", "--slo", "ttft_p95=fast"], "malformed SLO 'ttft_p95=fast'"),
     (["--gpu", "cpu", "--slo", "foo=1s"], "unknown SLO metric 'foo'"),

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from launch.vllm_info import VllmInfo, probe_vllm
-from loadtest.workload import Workload, load_workload
 
 from loadtest.slo import SLO, parse_slos
+from loadtest.workload import Workload, load_workload
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.measure import MeasurePlan
@@ -68,7 +68,7 @@ def load_inputs(settings: TuneSettings) -> Inputs:
             check_model_dir(extra, flag)
     slos = parse_slos(settings.slo)
     gpu = GPUProfile.load(settings.gpu)
-    actual = GPUProfile.load(settings.emulate_on) if settings.emulate_on else None
+    actual = GPUProfile.load(settings.emulate_on) if settings.emulate_on else None  # "auto": the local GPU
     notes: list[str] = []
     if actual is not None:
         if actual.memory_bytes < gpu.memory_bytes:
@@ -76,6 +76,13 @@ def load_inputs(settings: TuneSettings) -> Inputs:
                              f"{settings.gpu}; memory can only be emulated on a larger device")
         notes.append(f"Memory of {gpu.name} emulated on {actual.name} (gpu_memory_utilization rescaled): "
                      "memory limits match the target GPU, speed does not.")
+    if settings.overlap_startup:
+        room = actual.memory_bytes if actual is not None else 0
+        if gpu.is_cpu or actual is None or 2 * gpu.memory_bytes > 0.9 * room:
+            raise UsageError("--overlap-startup needs memory for two servers on one device: use it when --gpu is "
+                             "emulated (--emulate-on) on a device with over twice its memory, never on the cpu")
+        notes.append("Startups overlapped: the next trial's server started while the current one was measured "
+                     "(only one server was measured at a time; its startup's short GPU phases may overlap).")
     workload = load_workload(settings.workload)
     spec = ModelSpec.from_dir(model_dir)
     if workload.max_input_tokens + workload.max_output_tokens > spec.max_position_embeddings:

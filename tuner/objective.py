@@ -6,20 +6,21 @@ that dies → FAIL with the classified reason and the log tail. Bugs propagate a
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from loadtest.report import LoadReport
-from loadtest.runner import LoadSpec, run_load
-from loadtest.workload import Workload
-
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
+from loadtest.report import LoadReport
+from loadtest.runner import LoadSpec, run_load
 from loadtest.slo import SLO
+from loadtest.workload import Workload
 from tuner.budget import emulated_gmu, estimate_budget
 from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, Level, MeasurePlan, capacity_search, slo_excess
@@ -47,6 +48,8 @@ class TrialContext:
     startup_timeout_s: float = 900.0
     env: Mapping[str, str] = field(default_factory=dict)
     output_tokens: int | None = None
+    # with overlapped startups: one lock per device, so only one server at a time is measured
+    measure_locks: Mapping[str | None, threading.Lock] = field(default_factory=dict, compare=False)
 
 
 def launched_config(config: ServeConfig, ctx: TrialContext) -> ServeConfig:
@@ -104,7 +107,11 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
                           warmup_requests=ctx.plan.warmup_requests, on_progress=progress) as srv:
             readback = asdict(srv.readback)
             startup_s = srv.startup_s
-            cap = _measure(srv.url, config, ctx, number, on_level)
+            lock = ctx.measure_locks.get(device)
+            if lock is not None:
+                progress("started; waiting for the device to be free of measurements")
+            with lock or contextlib.nullcontext():
+                cap = _measure(srv.url, config, ctx, number, on_level)
             alive = srv.alive()
             tail = "" if alive else srv.log_tail()
     except LaunchFailure as exc:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,9 @@ class Progress:
         self.done_here = 0
         self.trial = "-"
 
-    def say(self, msg: str) -> None:
+    def say(self, msg: str, trial: int | str | None = None) -> None:
         stamp = dt.datetime.now().strftime("%H:%M:%S")
-        print(f"[{stamp}] [trial {self.trial}] {msg}", file=self.stream, flush=True)
+        print(f"[{stamp}] [trial {self.trial if trial is None else trial}] {msg}", file=self.stream, flush=True)
 
     def trial_done(self, study: optuna.Study, summary: Summary) -> None:
         self.done_here += 1
@@ -121,9 +122,13 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
     def run_one(trial: optuna.Trial, device: str | None) -> TrialResult:
         baseline = bool(trial.user_attrs.get("is_baseline"))
         config = base if baseline else suggest_config(trial, sctx)
-        progress.trial = str(trial.number)
-        progress.say(("baseline (vLLM defaults)" if baseline else "config ") + str(config.knobs()))
-        return run_trial(trial.number, config, baseline, tctx, progress.say, device=device)
+        n = trial.number
+
+        def say(msg: str) -> None:
+            progress.say(msg, trial=n)
+
+        say(("baseline (vLLM defaults)" if baseline else "config ") + str(config.knobs()))
+        return run_trial(n, config, baseline, tctx, say, device=device)
 
     def after_each(st: optuna.Study) -> None:
         summary = write_all(st)
@@ -139,6 +144,10 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
 
         return write_outputs(out, results_of(st), meta, script, report)
 
-    ran = run_study(study, s.trials, run_one, after_each, devices=s.device_list())
+    devices = s.device_list()
+    if s.overlap_startup:  # two trials per device: one starting while the other is measured
+        tctx = replace(tctx, measure_locks={d: threading.Lock() for d in devices})
+        devices = [d for d in devices for _ in (0, 1)]
+    ran = run_study(study, s.trials, run_one, after_each, devices=devices, time_budget_s=s.time_budget)
     summary = write_all(study)
     return TuneOutcome(out, summary, ran)

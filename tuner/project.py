@@ -34,14 +34,14 @@ def _check(path: Path, line: int, key: str, value: Any) -> Any:
         return None
     if f.type is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    if not isinstance(value, f.type) or isinstance(value, bool):
+    if not isinstance(value, f.type) or (isinstance(value, bool) and f.type is not bool):
         raise ProfileError(f"{where} must be {f.type.__name__} ({f.help}), got {value!r}")
     if key == "slo":
         try:
             parse_slos(value)
         except SLOError as exc:
             raise ProfileError(f"{where}: {exc}") from None
-    if key in ("trials", "level_seconds", "startup_timeout", "output_tokens") and value <= 0:
+    if key in ("trials", "level_seconds", "startup_timeout", "output_tokens", "time_budget") and value <= 0:
         raise ProfileError(f"{where} must be positive, got {value!r}")
     return value
 

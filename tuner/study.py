@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -83,8 +84,12 @@ def run_study(
     run_one: Callable[[optuna.Trial, str | None], TrialResult],
     after_each: Callable[[optuna.Study], None],
     devices: list[str | None] | None = None,
+    time_budget_s: float | None = None,
 ) -> int:
-    """Run trials until the study holds ``total_trials`` finished ones. Returns how many ran here."""
+    """Run trials until the study holds ``total_trials`` finished ones. Returns how many ran here.
+
+    ``devices`` holds one entry per concurrent trial (a GPU index, or the same one twice when startups
+    overlap). With ``time_budget_s`` no new trial starts once the mean trial would overrun it."""
     remaining = total_trials - len(finished(study))
     if remaining <= 0:
         return 0
@@ -92,6 +97,8 @@ def run_study(
     for dev in devices or [None]:
         pool.put(dev)
     lock = threading.Lock()
+    t0 = time.monotonic()
+    durations: list[float] = []
 
     def objective(trial: optuna.Trial) -> float:
         device = pool.get()
@@ -108,9 +115,17 @@ def run_study(
             raise TrialFailed(result.fail_reason)
         return result.goodput_req_s
 
-    def callback(st: optuna.Study, _ft: optuna.trial.FrozenTrial) -> None:
+    def callback(st: optuna.Study, ft: optuna.trial.FrozenTrial) -> None:
         with lock:
             after_each(st)
+            if ft.duration is not None:
+                durations.append(ft.duration.total_seconds())
+            if time_budget_s and durations:
+                mean = sum(durations) / len(durations)
+                if time.monotonic() - t0 + mean > time_budget_s:
+                    log.warning("time budget of %.0f s nearly spent: no new trial starts (resume to continue)",
+                                time_budget_s)
+                    st.stop()
 
     stop = optuna.study.MaxTrialsCallback(total_trials, states=None)
     study.optimize(objective, n_trials=remaining, n_jobs=max(1, len(devices or [None])),

@@ -11,7 +11,11 @@ from tuner.settings import FIELDS, TuneSettings, resolve
 
 def configure(p: argparse.ArgumentParser) -> None:
     for name, f in FIELDS.items():
-        p.add_argument("--" + name.replace("_", "-"), dest=name, type=f.type, default=None,
+        flag = "--" + name.replace("_", "-")
+        if f.type is bool:
+            p.add_argument(flag, dest=name, action="store_true", default=None, help=f.help)
+            continue
+        p.add_argument(flag, dest=name, type=f.type, default=None,
                        help=f.help + (f" (default: {f.default})" if f.default is not None else ""))
     p.add_argument("--resume", action="store_true", default=None, help="continue the study in --out/--storage")
     p.add_argument("--config", help="project file (default: ./slotune.yaml when present)")
