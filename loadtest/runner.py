@@ -13,7 +13,6 @@ import asyncio
 import itertools
 import math
 import resource
-import socket
 import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -105,23 +104,26 @@ def base_url(url: str) -> str:
 
 
 def check_server(url: str, timeout_s: float = 5.0) -> None:
-    """Raise :class:`ServerUnreachable` unless a TCP connection opens within ``timeout_s``."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    """Raise :class:`ServerUnreachable` unless an HTTP answer (any status) arrives within ``timeout_s``."""
+    import urllib.error
+    import urllib.request
+
+    probe = base_url(url) + "/v1/models"
     result: list[BaseException | None] = []
 
     def attempt() -> None:
         try:
-            socket.create_connection((host, port), timeout=timeout_s).close()
+            urllib.request.urlopen(probe, timeout=timeout_s).close()
             result.append(None)
-        except OSError as e:
-            result.append(e)
+        except urllib.error.HTTPError:
+            result.append(None)  # it answered: reachable (auth or routing is the request's business)
+        except (OSError, ValueError) as e:
+            result.append(getattr(e, "reason", None) if isinstance(getattr(e, "reason", None), OSError) else e)
 
     th = threading.Thread(target=attempt, daemon=True)
     th.start()
     th.join(timeout_s)
-    err = result[0] if result else TimeoutError(f"no answer within {timeout_s:g} s")
+    err = result[0] if result else TimeoutError(f"no HTTP answer within {timeout_s:g} s")
     if err is not None:
         raise ServerUnreachable(f"cannot reach {url} ({type(err).__name__}: {err}); "
                                 "is the server running, and are host and port in --url right?")
@@ -146,10 +148,10 @@ class _Run:
                                      output_tokens=spec.output_tokens, chat=spec.endpoint == "chat")
         self.continuous = True
 
-    def prepare(self, i: int, warmup: bool = False, max_tokens: int | None = None) -> Prepared:
+    def prepare(self, i: int, warmup: bool = False) -> Prepared:
         p = self.factory.make(i)
         body = build_body(self.spec.model, self.spec.endpoint, p.prompt, p.messages,
-                          max_tokens or p.output_tokens, ignore_eos=True, continuous_usage=self.continuous)
+                          p.output_tokens, ignore_eos=True, continuous_usage=self.continuous)
         return Prepared(i, body, p.input_tokens, p.output_tokens, warmup)
 
     async def probe(self) -> None:
@@ -157,8 +159,10 @@ class _Run:
         ``continuous_usage_stats`` switches it off."""
         for continuous in (True, False):
             self.continuous = continuous
-            rec = await send(self.transport, self.clock, self.url, self.prepare(-1, True, 2), self.clock.now(),
-                             min(self.spec.timeout_s, 60.0))
+            body = build_body(self.spec.model, self.spec.endpoint, "Hello", None, 2, ignore_eos=True,
+                              continuous_usage=continuous)
+            rec = await send(self.transport, self.clock, self.url, Prepared(-1, body, None, 2, True),
+                             self.clock.now(), min(self.spec.timeout_s, 60.0))
             if rec.failure == "connection_error":
                 raise ServerUnreachable(f"cannot reach {self.url}: {rec.detail}")
             status = int(rec.failure[5:]) if rec.failure and rec.failure.startswith("http_") else 0
