@@ -84,10 +84,13 @@ def test_silent_server_and_bad_host_fail_within_the_timeout() -> None:
 
 
 def test_import_is_light() -> None:
-    code = ("import sys, loadtest, loadtest.cli, loadtest.runner, loadtest.metrics, loadtest.workload, "
-            "loadtest.report, loadtest.prompts, loadtest.server_metrics, loadtest.testing\n"
-            "bad = [m for m in ('torch', 'vllm', 'transformers') if m in sys.modules]\n"
-            "print(bad); sys.exit(1 if bad else 0)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "import sys, loadtest, loadtest.cli, loadtest.runner, loadtest.metrics, loadtest.workload, "
+        "loadtest.report, loadtest.prompts, loadtest.server_metrics, loadtest.testing\n"
+        "bad = [m for m in ('torch', 'vllm', 'transformers') if m in sys.modules]\n"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2]
+    )
     assert r.returncode == 0, r.stdout + r.stderr

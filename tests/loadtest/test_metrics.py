@@ -12,12 +12,29 @@ from loadtest.report import percentile
 from loadtest.slo import parse_slos
 
 
-def rec(i: int, sched: float, sent: float, chunks: list[tuple[float, int | None]], done: float,
-        tokens: int | None = None, failure: str | None = None, warmup: bool = False) -> RequestRecord:
+def rec(
+    i: int,
+    sched: float,
+    sent: float,
+    chunks: list[tuple[float, int | None]],
+    done: float,
+    tokens: int | None = None,
+    failure: str | None = None,
+    warmup: bool = False,
+) -> RequestRecord:
     cs = tuple(Chunk(t, k) for t, k in chunks)
     total = tokens if tokens is not None else sum(k or 0 for _, k in chunks)
-    return RequestRecord(i, sched, sent, cs, done, prompt_tokens=10, completion_tokens=None if failure else total,
-                         failure=failure, warmup=warmup)
+    return RequestRecord(
+        i,
+        sched,
+        sent,
+        cs,
+        done,
+        prompt_tokens=10,
+        completion_tokens=None if failure else total,
+        failure=failure,
+        warmup=warmup,
+    )
 
 
 def test_ttft_from_scheduled_time_and_lag_reported_apart() -> None:
@@ -67,8 +84,10 @@ def test_failures_warmup_and_throughput() -> None:
 
 
 def test_goodput_and_slo_values_count_failures_as_misses() -> None:
-    recs = [rec(i, 0.0, 0.0, [(0.125 * (i + 1), 1), (0.125 * (i + 1) + 0.015625, 1)],
-                0.125 * (i + 1) + 0.015625) for i in range(10)]  # TTFT 125, 250, ..., 1250 ms
+    recs = [
+        rec(i, 0.0, 0.0, [(0.125 * (i + 1), 1), (0.125 * (i + 1) + 0.015625, 1)], 0.125 * (i + 1) + 0.015625)
+        for i in range(10)
+    ]  # TTFT 125, 250, ..., 1250 ms
     slos = parse_slos("ttft_p50=750ms,tpot_p90=20ms")
     r = compute_metrics(recs, slos=slos)
     assert r.requests_good == 6  # TTFT <= 750 ms
@@ -83,8 +102,9 @@ def test_goodput_and_slo_values_count_failures_as_misses() -> None:
 
 def test_itl_slo_per_request_uses_its_own_percentile() -> None:
     smooth = rec(0, 0.0, 0.0, [(0.1, 1)] + [(0.1 + 0.01 * k, 1) for k in range(1, 21)], 0.3)
-    spiky = rec(1, 0.0, 0.0, [(0.1, 1)] + [(0.1 + 0.01 * k + (0.5 if k > 10 else 0), 1) for k in range(1, 21)],
-                0.8)
+    spiky = rec(
+        1, 0.0, 0.0, [(0.1, 1)] + [(0.1 + 0.01 * k + (0.5 if k > 10 else 0), 1) for k in range(1, 21)], 0.8
+    )
     r = compute_metrics([smooth, spiky], slos=parse_slos("itl_p50=15ms"))
     assert r.requests_good == 2  # each request's own p50 gap is 10 ms
     r = compute_metrics([smooth, spiky], slos=parse_slos("itl_p99=15ms"))

@@ -42,8 +42,16 @@ def test_summary_deltas_rates_and_peaks() -> None:
 
 def test_spec_decode_acceptance() -> None:
     a, _ = parse_prometheus(AFTER)
-    s = summarize({**a, "vllm:spec_decode_num_draft_tokens_total": 0.0,
-                   "vllm:spec_decode_num_accepted_tokens_total": 0.0,
-                   "vllm:spec_decode_num_drafts_total": 0.0}, a, {}, {})
+    s = summarize(
+        {
+            **a,
+            "vllm:spec_decode_num_draft_tokens_total": 0.0,
+            "vllm:spec_decode_num_accepted_tokens_total": 0.0,
+            "vllm:spec_decode_num_drafts_total": 0.0,
+        },
+        a,
+        {},
+        {},
+    )
     assert s["spec_decode_acceptance_rate"] == pytest.approx(0.75)
     assert s["spec_decode_mean_accepted_per_draft"] == pytest.approx(3.0)

@@ -16,8 +16,15 @@ WL = Workload("t", LengthDist("fixed", 16, 16), LengthDist("fixed", 4, 4))
 
 
 def spec(**kw: object) -> LoadSpec:
-    base: dict[str, object] = dict(url="http://fake:1", model="m", workload=WL, concurrency=1, requests=3,
-                                   scrape_server_metrics=False, probe=False)
+    base: dict[str, object] = dict(
+        url="http://fake:1",
+        model="m",
+        workload=WL,
+        concurrency=1,
+        requests=3,
+        scrape_server_metrics=False,
+        probe=False,
+    )
     base.update(kw)
     return LoadSpec(**base)  # type: ignore[arg-type]
 
@@ -52,15 +59,22 @@ def test_usage_after_last_token_counts_in_e2e_not_itl() -> None:
 
 
 def test_open_loop_ttft_counts_from_schedule() -> None:
-    r, t = run(lambda req, c: FakeResponse.stream(c, [(0.05, 1), (0.01, 1)]), concurrency=None, rate=10.0,
-               requests=5, arrival="constant")
+    r, t = run(
+        lambda req, c: FakeResponse.stream(c, [(0.05, 1), (0.01, 1)]),
+        concurrency=None,
+        rate=10.0,
+        requests=5,
+        arrival="constant",
+    )
     scheds = [rec.scheduled_at for rec in r.records]
     assert [b - a for a, b in zip(scheds, scheds[1:], strict=False)] == pytest.approx([0.1] * 4)
     assert r.requests_ok == 5 and len(t.requests) == 5
 
 
 def test_without_continuous_usage_tokens_come_from_final_usage() -> None:
-    r, _ = run(lambda req, c: FakeResponse.stream(c, [(0.1, 1), (0.02, 2), (0.02, 2)], continuous_usage=False))
+    r, _ = run(
+        lambda req, c: FakeResponse.stream(c, [(0.1, 1), (0.02, 2), (0.02, 2)], continuous_usage=False)
+    )
     assert r.output_tokens == 15 and not r.token_counts_exact
     assert r.tpot_ms.p50 == pytest.approx(40.0 / 4)
 
@@ -77,15 +91,22 @@ def test_chat_stream_is_parsed() -> None:
     ("make", "reason"),
     [
         (lambda c: FakeResponse(500, [(0.0, b"boom")], c), "http_500"),
-        (lambda c: FakeResponse.stream(c, [(0.1, 1), (0.02, 1)], final_usage=False, done=False), "stream_cut"),
+        (
+            lambda c: FakeResponse.stream(c, [(0.1, 1), (0.02, 1)], final_usage=False, done=False),
+            "stream_cut",
+        ),
         (lambda c: FakeResponse(200, [(0.1, b"data: {not json\n")], c), "malformed_chunk"),
         (lambda c: FakeResponse(200, [(0.1, b'data: {"error": {"message": "x"}}\n')], c), "server_error"),
         (lambda c: FakeResponse(200, [(0.1, b'data: {"id": 1}\n')], c), "malformed_chunk"),
         (lambda c: FakeResponse(200, [(0.1, b"data: [1, 2]\n")], c), "malformed_chunk"),
         (lambda c: FakeResponse.stream(c, [(0.1, 1)], final_usage=False, continuous_usage=False), "no_usage"),
         (lambda c: FakeResponse.stream(c, [], final_usage=True), "no_output"),
-        (lambda c: FakeResponse(200, FakeResponse.stream(c, [(0.1, 1)]).lines_[:2], c,
-                                error=ConnectionResetError("reset")), "stream_cut"),
+        (
+            lambda c: FakeResponse(
+                200, FakeResponse.stream(c, [(0.1, 1)]).lines_[:2], c, error=ConnectionResetError("reset")
+            ),
+            "stream_cut",
+        ),
     ],
 )
 def test_failures_are_counted_by_reason(make, reason: str) -> None:  # type: ignore[no-untyped-def]
@@ -136,8 +157,13 @@ def test_probe_falls_back_without_continuous_usage_and_rejects_bad_model() -> No
 
 def test_seed_reproduces_prompts_and_schedule() -> None:
     def go(seed: int):  # type: ignore[no-untyped-def]
-        r, t = run(lambda req, c: FakeResponse.stream(c, [(0.1, 1)]), concurrency=None, rate=50.0, requests=6,
-                   seed=seed)
+        r, t = run(
+            lambda req, c: FakeResponse.stream(c, [(0.1, 1)]),
+            concurrency=None,
+            rate=50.0,
+            requests=6,
+            seed=seed,
+        )
         start = r.records[0].scheduled_at
         return [b.body["prompt"] for b in t.requests], [rec.scheduled_at - start for rec in r.records]
 

@@ -38,15 +38,24 @@ def test_unknown_name_lists_builtins() -> None:
     ("body", "match"),
     [
         ("input_tokens: 10\n", "output_tokens: missing"),
-        ("input_tokens: {dist: normal, mean: 10, min: 1, max: 20}\noutput_tokens: 4\n", r"input_tokens\.std: missing"),
+        (
+            "input_tokens: {dist: normal, mean: 10, min: 1, max: 20}\noutput_tokens: 4\n",
+            r"input_tokens\.std: missing",
+        ),
         ("input_tokens: {dist: zipf, max: 3}\noutput_tokens: 4\n", r"input_tokens\.dist: unknown 'zipf'"),
         ("input_tokens: {dist: uniform, min: 9, max: 3}\noutput_tokens: 4\n", "min 9 is greater than max 3"),
-        ("input_tokens: {dist: lognormal, median: 10, sigma: 1}\noutput_tokens: 4\n", r"input_tokens\.max: missing"),
+        (
+            "input_tokens: {dist: lognormal, median: 10, sigma: 1}\noutput_tokens: 4\n",
+            r"input_tokens\.max: missing",
+        ),
         ("input_tokens: 10\noutput_tokens: -4\n", "output_tokens: must be ≥ 1"),
         ("input_tokens: 10\noutput_tokens: 4\nshared_prefix_fraction: 1.5\n", "shared_prefix_fraction"),
         ("input_tokens: 10\noutput_tokens: 4\nsytem_prompt: hi\n", "unknown field.*sytem_prompt"),
         ("input_tokens: [1, 2\n", "not valid YAML"),
-        ("input_tokens: {dist: uniform, min: a, max: 3}\noutput_tokens: 4\n", r"input_tokens\.min: expected an integer"),
+        (
+            "input_tokens: {dist: uniform, min: a, max: 3}\noutput_tokens: 4\n",
+            r"input_tokens\.min: expected an integer",
+        ),
     ],
 )
 def test_bad_yaml_names_file_and_field(tmp_path: Path, body: str, match: str) -> None:
@@ -70,23 +79,32 @@ def test_length_distributions() -> None:
 
 def test_empirical_from_file(tmp_path: Path) -> None:
     (tmp_path / "lens.jsonl").write_text('{"n": 5}\n{"n": 50}\n')
-    (tmp_path / "w.yaml").write_text("input_tokens: {dist: empirical, path: lens.jsonl, field: n}\noutput_tokens: 3\n")
+    (tmp_path / "w.yaml").write_text(
+        "input_tokens: {dist: empirical, path: lens.jsonl, field: n}\noutput_tokens: 3\n"
+    )
     w = load_workload(tmp_path / "w.yaml")
     assert w.max_input_tokens == 50
 
 
 def test_jsonl_and_sharegpt_replay(tmp_path: Path) -> None:
     j = tmp_path / "r.jsonl"
-    j.write_text(json.dumps({"prompt": "hello there", "output_tokens": 7}) + "\n"
-                 + json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    j.write_text(
+        json.dumps({"prompt": "hello there", "output_tokens": 7})
+        + "\n"
+        + json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+        + "\n"
+    )
     w = load_workload(j)
     assert w.is_replay and len(w.entries) == 2 and w.max_output_tokens == 256
     f = PromptFactory(w, output_tokens=None)
     assert f.make(0).prompt == "hello there" and f.make(0).output_tokens == 7
     assert PromptFactory(w, chat=True).make(1).messages == [{"role": "user", "content": "hi"}]
     s = tmp_path / "sg.json"
-    s.write_text(json.dumps([{"conversations": [{"from": "human", "value": "q1"},
-                                                {"from": "gpt", "value": "a" * 40}]}]))
+    s.write_text(
+        json.dumps(
+            [{"conversations": [{"from": "human", "value": "q1"}, {"from": "gpt", "value": "a" * 40}]}]
+        )
+    )
     w2 = load_workload(s)
     assert PromptFactory(w2).make(0).output_tokens == 10  # 40 chars / 4 without a tokenizer
     bad = tmp_path / "bad.jsonl"
