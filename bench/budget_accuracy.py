@@ -76,8 +76,8 @@ _FLAGS = {"max_model_len": "--max-model-len", "kv_cache_dtype": "--kv-cache-dtyp
 def run_cpu_case(case: Case, workdir: Path, python: str, version: str) -> dict[str, Any]:
     from tuner.synthetic import write_model
 
-    model = write_model(workdir / case.name.split()[0].replace("/", "_") / str(abs(hash(case))), case.shape,
-                        **case.overrides)
+    slug = "".join(c if c.isalnum() else "-" for c in case.name)
+    model = write_model(workdir / slug, case.shape, **case.overrides)
     spec = ModelSpec.from_dir(model)
     env = {"VLLM_CPU_KVCACHE_SPACE": str(case.space_gib)}
     knobs = dict(case.config)
