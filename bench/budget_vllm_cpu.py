@@ -45,14 +45,16 @@ def start_and_read(model: str | Path, args: list[str], env: dict[str, str], log_
     log_dir.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     log_path = log_dir / f"vllm-{port}.log"
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_DO_NOT_TRACK": "1", **env}
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_DO_NOT_TRACK": "1",
+                **env}
     cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host", "127.0.0.1",
            "--port", str(port), *args]
     t0 = time.monotonic()
     with open(LOCK, "w") as lock, open(log_path, "w") as log:
         fcntl.flock(lock, fcntl.LOCK_EX)
         t0 = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env,
+                                start_new_session=True)
         started = False
         try:
             while time.monotonic() - t0 < timeout_s:

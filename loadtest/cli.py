@@ -12,10 +12,16 @@ from loadtest.slo import SLOError, parse_slos
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="loadtest", description="Streaming load test of an OpenAI-compatible server.")
+    p = argparse.ArgumentParser(
+        prog="loadtest", description="Streaming load test of an OpenAI-compatible server."
+    )
     p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
-    p.add_argument("--model", required=True, help="model name as served (also the tokenizer if it is a directory)")
-    p.add_argument("--workload", default="chat", help="built-in name, workload YAML, replay .jsonl or ShareGPT .json")
+    p.add_argument(
+        "--model", required=True, help="model name as served (also the tokenizer if it is a directory)"
+    )
+    p.add_argument(
+        "--workload", default="chat", help="built-in name, workload YAML, replay .jsonl or ShareGPT .json"
+    )
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", type=float, help="open loop: requests per second")
     load.add_argument("--concurrency", type=int, help="closed loop: requests in flight (default 1)")
@@ -26,11 +32,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=0, help="requests sent first and left out of the results")
     p.add_argument("--seed", type=int, default=0, help="reproduces prompts and the arrival schedule")
     p.add_argument("--slo", help="e.g. ttft_p95=2s,tpot_p95=80ms (goodput counts requests meeting all)")
-    p.add_argument("--tokenizer", help="tokenizer for exact prompt lengths (default: --model if it is a directory)")
+    p.add_argument(
+        "--tokenizer", help="tokenizer for exact prompt lengths (default: --model if it is a directory)"
+    )
     p.add_argument("--arrival", default="poisson", help="poisson | constant | gamma (open loop)")
     p.add_argument("--burstiness", type=float, default=1.0, help="gamma shape: 1 = Poisson, <1 burstier")
     p.add_argument("--endpoint", default="completions", help="completions | chat")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds before a request counts as timed out")
+    p.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds before a request counts as timed out"
+    )
     p.add_argument("--no-server-metrics", action="store_true", help="do not scrape the server's /metrics")
     p.add_argument("--json", type=Path, help="write the report as JSON here")
     p.add_argument("--per-request", type=Path, help="write one JSON line per request (raw timestamps) here")
@@ -71,12 +81,22 @@ def _spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
     tokenizer = args.tokenizer or (args.model if Path(args.model).is_dir() else None)
     return LoadSpec(
-        url=args.url, model=args.model, workload=load_workload(args.workload),
-        rate=args.rate, concurrency=args.concurrency if args.rate is not None or args.concurrency is not None else 1,
+        url=args.url,
+        model=args.model,
+        workload=load_workload(args.workload),
+        rate=args.rate,
+        concurrency=args.concurrency if args.rate is not None or args.concurrency is not None else 1,
         requests=args.requests if args.requests is not None or args.duration is not None else 100,
-        duration_s=args.duration, output_tokens=args.output_tokens, warmup=args.warmup, seed=args.seed,
-        slos=parse_slos(args.slo) if args.slo else (), tokenizer=tokenizer, arrival=args.arrival,
-        burstiness=args.burstiness, endpoint=args.endpoint, timeout_s=args.timeout,
+        duration_s=args.duration,
+        output_tokens=args.output_tokens,
+        warmup=args.warmup,
+        seed=args.seed,
+        slos=parse_slos(args.slo) if args.slo else (),
+        tokenizer=tokenizer,
+        arrival=args.arrival,
+        burstiness=args.burstiness,
+        endpoint=args.endpoint,
+        timeout_s=args.timeout,
         scrape_server_metrics=not args.no_server_metrics,
     )
 

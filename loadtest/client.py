@@ -40,8 +40,7 @@ def build_body(
     continuous_usage: bool = True,
 ) -> bytes:
     """The JSON body of a streamed completions or chat-completions request."""
-    body: dict[str, Any] = {"model": model, "stream": True,
-                            "stream_options": {"include_usage": True}}
+    body: dict[str, Any] = {"model": model, "stream": True, "stream_options": {"include_usage": True}}
     if continuous_usage:
         body["stream_options"]["continuous_usage_stats"] = True
     if endpoint == "chat":
@@ -84,10 +83,18 @@ async def send(
     def record(failure: str | None, detail: str = "") -> RequestRecord:
         usage = state["usage"] or {}
         return RequestRecord(
-            index=req.index, scheduled_at=scheduled_at, sent_at=sent_at, chunks=tuple(chunks),
-            done_at=clock.now(), prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"), failure=failure, detail=detail[:500],
-            planned_input_tokens=req.input_tokens, planned_output_tokens=req.output_tokens, warmup=req.warmup,
+            index=req.index,
+            scheduled_at=scheduled_at,
+            sent_at=sent_at,
+            chunks=tuple(chunks),
+            done_at=clock.now(),
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            failure=failure,
+            detail=detail[:500],
+            planned_input_tokens=req.input_tokens,
+            planned_output_tokens=req.output_tokens,
+            warmup=req.warmup,
         )
 
     try:
@@ -125,7 +132,11 @@ async def _stream(transport, clock, url, body, timeout_s, chunks, state, record)
                 return record(R.SERVER_ERROR, json.dumps(obj["error"])[:500])
             choices = obj.get("choices")
             usage = obj.get("usage")
-            if choices is None or not isinstance(choices, list) or (usage is not None and not isinstance(usage, dict)):
+            if (
+                choices is None
+                or not isinstance(choices, list)
+                or (usage is not None and not isinstance(usage, dict))
+            ):
                 return record(R.MALFORMED, data[:200].decode("utf-8", "replace"))
             if usage is not None:
                 state["usage"] = usage
@@ -143,7 +154,9 @@ async def _stream(transport, clock, url, body, timeout_s, chunks, state, record)
         return record(R.STREAM_CUT, "the stream ended before [DONE]")
     usage = state["usage"]
     if not usage or not isinstance(usage.get("completion_tokens"), int):
-        return record(R.NO_USAGE, "no usage in the stream; the server must honour stream_options.include_usage")
+        return record(
+            R.NO_USAGE, "no usage in the stream; the server must honour stream_options.include_usage"
+        )
     if usage["completion_tokens"] <= 0 or not chunks:
         return record(R.NO_OUTPUT, "the answer had no output tokens")
     return record(None)

@@ -22,10 +22,10 @@ class LengthDist:
     kind: str
     min: int
     max: int
-    mean: float = 0.0        # normal: mean
-    std: float = 0.0         # normal: standard deviation
-    median: float = 0.0      # lognormal: median (= exp(mu))
-    sigma: float = 0.0       # lognormal: standard deviation of log(length)
+    mean: float = 0.0  # normal: mean
+    std: float = 0.0  # normal: standard deviation
+    median: float = 0.0  # lognormal: median (= exp(mu))
+    sigma: float = 0.0  # lognormal: standard deviation of log(length)
     values: tuple[int, ...] = ()  # empirical
 
     def sample(self, rng: random.Random) -> int:
@@ -104,11 +104,13 @@ def parse_length(where: str, raw: Any, base_dir: Path | None = None) -> LengthDi
     if lo > hi:
         raise WorkloadError(f"{where}: min {lo} is greater than max {hi}")
     if kind == "normal":
-        return LengthDist(kind, lo, hi, mean=float(_num(where, raw, "mean")),
-                          std=float(_num(where, raw, "std")))
+        return LengthDist(
+            kind, lo, hi, mean=float(_num(where, raw, "mean")), std=float(_num(where, raw, "std"))
+        )
     if kind == "lognormal":
-        return LengthDist(kind, lo, hi, median=float(_num(where, raw, "median")),
-                          sigma=float(_num(where, raw, "sigma")))
+        return LengthDist(
+            kind, lo, hi, median=float(_num(where, raw, "median")), sigma=float(_num(where, raw, "sigma"))
+        )
     return LengthDist(kind, lo, hi, values=values)
 
 

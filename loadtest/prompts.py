@@ -53,14 +53,22 @@ def load_tokenizer(name_or_path: str) -> Any:
     except Exception as e:  # noqa: BLE001 - any loading failure is bad input here
         raise LoadtestInputError(
             f"cannot load tokenizer {name_or_path!r}: {type(e).__name__}: {str(e)[:200]}; "
-            "give --tokenizer a local model directory, or leave it out for approximate lengths") from None
+            "give --tokenizer a local model directory, or leave it out for approximate lengths"
+        ) from None
 
 
 class PromptFactory:
     """``make(i)`` → the i-th request of a run, the same for the same seed."""
 
-    def __init__(self, workload: Workload, *, seed: int = 0, tokenizer: Any = None,
-                 output_tokens: int | None = None, chat: bool = False) -> None:
+    def __init__(
+        self,
+        workload: Workload,
+        *,
+        seed: int = 0,
+        tokenizer: Any = None,
+        output_tokens: int | None = None,
+        chat: bool = False,
+    ) -> None:
         self.w = workload
         self.seed = seed
         self.tok = tokenizer

@@ -55,12 +55,12 @@ class RequestRecord:
 
 
 # Failure reasons (stable keys of LoadReport.failures).
-HTTP_PREFIX = "http_"            # http_<status>, e.g. http_500, http_429
+HTTP_PREFIX = "http_"  # http_<status>, e.g. http_500, http_429
 CONNECTION = "connection_error"  # refused, reset, DNS
-TIMEOUT = "timeout"              # no complete answer within timeout_s
-STREAM_CUT = "stream_cut"        # the stream ended before [DONE] and the final usage
-MALFORMED = "malformed_chunk"    # an event that is not JSON or not a completion chunk
-SERVER_ERROR = "server_error"    # the server sent an error object inside the stream
-NO_USAGE = "no_usage"            # [DONE] came without any usage: output tokens unknown
-NO_OUTPUT = "no_output"          # finished with zero output tokens
+TIMEOUT = "timeout"  # no complete answer within timeout_s
+STREAM_CUT = "stream_cut"  # the stream ended before [DONE] and the final usage
+MALFORMED = "malformed_chunk"  # an event that is not JSON or not a completion chunk
+SERVER_ERROR = "server_error"  # the server sent an error object inside the stream
+NO_USAGE = "no_usage"  # [DONE] came without any usage: output tokens unknown
+NO_OUTPUT = "no_output"  # finished with zero output tokens
 FAILURE_REASONS = (CONNECTION, TIMEOUT, STREAM_CUT, MALFORMED, SERVER_ERROR, NO_USAGE, NO_OUTPUT)

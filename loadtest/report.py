@@ -133,8 +133,13 @@ def format_table(r: LoadReport) -> str:
         lines.append(f"goodput       {r.goodput_req_s:,.2f} req/s ({r.requests_good} requests met every SLO)")
     lines.append("")
     lines.append(f"{'latency (ms)':<14}{'mean':>10}{'p50':>10}{'p90':>10}{'p95':>10}{'p99':>10}")
-    for name, d in (("TTFT", r.ttft_ms), ("TPOT", r.tpot_ms), ("ITL", r.itl_ms), ("E2E", r.e2e_ms),
-                    ("schedule lag", r.schedule_lag_ms)):
+    for name, d in (
+        ("TTFT", r.ttft_ms),
+        ("TPOT", r.tpot_ms),
+        ("ITL", r.itl_ms),
+        ("E2E", r.e2e_ms),
+        ("schedule lag", r.schedule_lag_ms),
+    ):
         lines.append(f"{name:<14}" + "".join(f"{_ms(v):>10}" for v in (d.mean, d.p50, d.p90, d.p95, d.p99)))
     if not r.token_counts_exact and r.requests_ok:
         lines.append("(the server gave no per-chunk usage: ITL split evenly over chunks; TPOT is exact)")
@@ -146,6 +151,10 @@ def format_table(r: LoadReport) -> str:
         lines.append(f"SLOs {'met' if r.slo_met else 'NOT met'}")
     if r.server:
         lines.append("")
-        lines.append("server (vLLM /metrics): " + ", ".join(
-            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(r.server.items())))
+        lines.append(
+            "server (vLLM /metrics): "
+            + ", ".join(
+                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(r.server.items())
+            )
+        )
     return "\n".join(lines)

@@ -43,7 +43,7 @@ def parse_prometheus(text: str) -> tuple[dict[str, float], dict[str, dict[str, s
         brace = line.find("{")
         if brace >= 0:
             end = line.rfind("}")
-            name, labels, rest = line[:brace], line[brace + 1:end], line[end + 1:]
+            name, labels, rest = line[:brace], line[brace + 1 : end], line[end + 1 :]
         else:
             name, _, rest = line.partition(" ")
             labels = ""
@@ -64,8 +64,12 @@ def _pick(values: dict[str, float], names: tuple[str, ...]) -> float | None:
     return next((values[n] for n in names if n in values), None)
 
 
-def summarize(before: dict[str, float], after: dict[str, float], peaks: dict[str, float],
-              infos: dict[str, dict[str, str]]) -> dict[str, Any]:
+def summarize(
+    before: dict[str, float],
+    after: dict[str, float],
+    peaks: dict[str, float],
+    infos: dict[str, dict[str, str]],
+) -> dict[str, Any]:
     """The report's ``server`` dict: deltas over the run, peaks seen, and derived rates."""
     d: dict[str, float] = {}
     for key, names in COUNTERS.items():

@@ -88,15 +88,25 @@ class FakeResponse:
             choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
             obj: dict[str, Any] = {"id": "x", "choices": [choice]}
             if continuous_usage:
-                obj["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": total,
-                                "total_tokens": prompt_tokens + total}
+                obj["usage"] = {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": total,
+                    "total_tokens": prompt_tokens + total,
+                }
             lines.append((delay, b"data: " + json.dumps(obj).encode() + b"\n"))
             lines.append((0.0, b"\n"))
         if final_usage:
-            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": total,
-                     "total_tokens": prompt_tokens + total}
-            lines.append((tail_delay, b"data: " + json.dumps({"id": "x", "choices": [], "usage": usage}).encode()
-                          + b"\n"))
+            usage = {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": total,
+                "total_tokens": prompt_tokens + total,
+            }
+            lines.append(
+                (
+                    tail_delay,
+                    b"data: " + json.dumps({"id": "x", "choices": [], "usage": usage}).encode() + b"\n",
+                )
+            )
             tail_delay = 0.0
         if done:
             lines.append((tail_delay, b"data: [DONE]\n"))

@@ -24,9 +24,16 @@ from loadtest.errors import WorkloadError
 from loadtest.lengths import LengthDist, parse_length
 
 DEFAULT_REPLAY_OUTPUT = 256  # output tokens of a replayed prompt that says nothing about its answer
-CHARS_PER_TOKEN_BOUND = 3    # replayed text: tokens estimated as chars / 3 (an over-estimate for BPE)
-_FIELDS = {"name", "description", "input_tokens", "output_tokens", "shared_prefix_fraction", "system_prompt",
-           "dataset"}
+CHARS_PER_TOKEN_BOUND = 3  # replayed text: tokens estimated as chars / 3 (an over-estimate for BPE)
+_FIELDS = {
+    "name",
+    "description",
+    "input_tokens",
+    "output_tokens",
+    "shared_prefix_fraction",
+    "system_prompt",
+    "dataset",
+}
 
 
 @dataclass(frozen=True)
@@ -73,10 +80,17 @@ class Workload:
         """Longest answer in tokens (``--output-tokens`` overrides it at run time)."""
         if self.entries:
             outs = [e.output_tokens for e in self.entries if e.output_tokens is not None]
-            refs = [-(-len(e.reference_output) // CHARS_PER_TOKEN_BOUND) for e in self.entries
-                    if e.output_tokens is None and e.reference_output]
+            refs = [
+                -(-len(e.reference_output) // CHARS_PER_TOKEN_BOUND)
+                for e in self.entries
+                if e.output_tokens is None and e.reference_output
+            ]
             default = self.output_tokens.max if self.output_tokens else DEFAULT_REPLAY_OUTPUT
-            rest = [default] if any(e.output_tokens is None and not e.reference_output for e in self.entries) else []
+            rest = (
+                [default]
+                if any(e.output_tokens is None and not e.reference_output for e in self.entries)
+                else []
+            )
             return max(outs + refs + rest)
         assert self.output_tokens is not None
         return self.output_tokens.max
@@ -99,7 +113,9 @@ def load_workload(name_or_path: str | Path) -> Workload:
         if builtin is None:
             raise WorkloadError(
                 f"unknown workload {text!r}: not a file and not a built-in; "
-                f"built-ins: {', '.join(builtin_workloads())} (or give a .yaml, .jsonl or ShareGPT .json file)")
+                f"built-ins: {', '.join(builtin_workloads())} "
+                "(or give a .yaml, .jsonl or ShareGPT .json file)"
+            )
         path = builtin
     if path.suffix == ".jsonl":
         return Workload(path.stem, entries=read_jsonl(path), source=str(path))
@@ -119,7 +135,9 @@ def _from_yaml(path: Path) -> Workload:
         raise WorkloadError(f"{path}: expected a mapping of workload fields, got {type(raw).__name__}")
     unknown = sorted(set(raw) - _FIELDS)
     if unknown:
-        raise WorkloadError(f"{path}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(sorted(_FIELDS))}")
+        raise WorkloadError(
+            f"{path}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(sorted(_FIELDS))}"
+        )
     frac = raw.get("shared_prefix_fraction", 0.0)
     if isinstance(frac, bool) or not isinstance(frac, int | float) or not 0.0 <= frac < 1.0:
         raise WorkloadError(f"{path}: shared_prefix_fraction: expected a number in [0, 1), got {frac!r}")
@@ -131,7 +149,9 @@ def _from_yaml(path: Path) -> Workload:
     ds = raw.get("dataset")
     if ds is not None:
         if not isinstance(ds, dict) or "path" not in ds:
-            raise WorkloadError(f"{path}: dataset: expected {{path: FILE, format: jsonl|sharegpt}}, got {ds!r}")
+            raise WorkloadError(
+                f"{path}: dataset: expected {{path: FILE, format: jsonl|sharegpt}}, got {ds!r}"
+            )
         dpath = Path(ds["path"]) if Path(ds["path"]).is_absolute() else path.parent / ds["path"]
         fmt = ds.get("format", "sharegpt" if dpath.suffix == ".json" else "jsonl")
         if fmt not in ("jsonl", "sharegpt"):
@@ -143,9 +163,19 @@ def _from_yaml(path: Path) -> Workload:
         raise WorkloadError(f"{path}: input_tokens: missing (or give a dataset to replay)")
     if "output_tokens" not in raw and not entries:
         raise WorkloadError(f"{path}: output_tokens: missing")
-    inp = parse_length(f"{path}: input_tokens", raw["input_tokens"], path.parent) if "input_tokens" in raw else None
-    out = parse_length(f"{path}: output_tokens", raw["output_tokens"], path.parent) if "output_tokens" in raw else None
-    return Workload(str(name), inp, out, float(frac), system, entries, str(path), str(raw.get("description", "")))
+    inp = (
+        parse_length(f"{path}: input_tokens", raw["input_tokens"], path.parent)
+        if "input_tokens" in raw
+        else None
+    )
+    out = (
+        parse_length(f"{path}: output_tokens", raw["output_tokens"], path.parent)
+        if "output_tokens" in raw
+        else None
+    )
+    return Workload(
+        str(name), inp, out, float(frac), system, entries, str(path), str(raw.get("description", ""))
+    )
 
 
 def read_jsonl(path: Path) -> tuple[ReplayEntry, ...]:
@@ -178,7 +208,11 @@ def read_jsonl(path: Path) -> tuple[ReplayEntry, ...]:
 def _messages(where: str, msgs: list[Any]) -> tuple[tuple[str, str], ...]:
     res = []
     for i, m in enumerate(msgs):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+        if (
+            not isinstance(m, dict)
+            or not isinstance(m.get("role"), str)
+            or not isinstance(m.get("content"), str)
+        ):
             raise WorkloadError(f"{where}: messages[{i}]: expected {{role: str, content: str}}, got {m!r}")
         res.append((m["role"], m["content"]))
     if not res:
@@ -199,11 +233,18 @@ def read_sharegpt(path: Path) -> tuple[ReplayEntry, ...]:
         turns = conv.get("conversations") if isinstance(conv, dict) else None
         if not isinstance(turns, list):
             raise WorkloadError(f"{path}: [{i}].conversations: missing or not a list")
-        human = next((t.get("value") for t in turns if isinstance(t, dict) and t.get("from") in ("human", "user")), None)
-        answer = next((t.get("value") for t in turns if isinstance(t, dict) and t.get("from") in ("gpt", "assistant")),
-                      None)
+        human = next(
+            (t.get("value") for t in turns if isinstance(t, dict) and t.get("from") in ("human", "user")),
+            None,
+        )
+        answer = next(
+            (t.get("value") for t in turns if isinstance(t, dict) and t.get("from") in ("gpt", "assistant")),
+            None,
+        )
         if isinstance(human, str) and human.strip():
-            out.append(ReplayEntry(prompt=human, reference_output=answer if isinstance(answer, str) else None))
+            out.append(
+                ReplayEntry(prompt=human, reference_output=answer if isinstance(answer, str) else None)
+            )
     if not out:
         raise WorkloadError(f"{path}: no conversation with a human turn")
     return tuple(out)

@@ -157,6 +157,17 @@ class ModelSpec:
         """Logical parameters (unpacked), embeddings included once when tied."""
         return sum(t.numel for t in _tensors(self) if t.param)
 
+    def decode_weight_bytes(self, batch: int = 1) -> int:
+        """Weight bytes one decode step reads: everything but the embedding table (a row lookup), with
+        each MoE expert counted by the chance that at least one of ``batch`` tokens is routed to it."""
+        total = 0
+        for t in _tensors(self):
+            if t.name == "model.embed_tokens" and not self.tie_word_embeddings:
+                continue
+            share = 1.0 if t.active_fraction >= 1.0 else 1.0 - (1.0 - t.active_fraction) ** max(1, batch)
+            total += int(_tensor_bytes(self, t) * share)
+        return total
+
     @property
     def active_params(self) -> int:
         """Parameters touched per token (MoE: only the routed experts a token uses)."""

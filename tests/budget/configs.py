@@ -20,7 +20,8 @@ QWEN3_8B = {  # Qwen/Qwen3-8B
     "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "head_dim": 128, "hidden_size": 4096,
     "intermediate_size": 12288, "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
     "max_position_embeddings": 40960, "max_window_layers": 36, "sliding_window": None,
-    "use_sliding_window": False, "tie_word_embeddings": False, "torch_dtype": "bfloat16", "vocab_size": 151936,
+    "use_sliding_window": False, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "vocab_size": 151936,
 }
 MIXTRAL_8X7B = {  # mistralai/Mixtral-8x7B-v0.1
     "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 4096,

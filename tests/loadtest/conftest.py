@@ -21,16 +21,33 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def vllm_server(vllm_python: str, tiny_model: Path, cpu_env: dict[str, str],
-                tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def vllm_server(
+    vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """Base URL of a vLLM server for the tiny model (``--max-model-len 2048``), in its own process group."""
     port = _free_port()
     log = tmp_path_factory.mktemp("vllm") / "server.log"
-    cmd = [vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_model),
-           "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port),
-           "--max-model-len", "2048", "--max-num-seqs", "32"]
+    cmd = [
+        vllm_python,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(tiny_model),
+        "--served-model-name",
+        "tiny",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-model-len",
+        "2048",
+        "--max-num-seqs",
+        "32",
+    ]
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=cpu_env, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=cpu_env, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300

@@ -22,15 +22,25 @@ def _workload(tmp_path: Path, body: str, name: str = "w") -> Path:
 
 
 def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
-    wl = load_workload(_workload(tmp_path, "input_tokens: {dist: uniform, min: 20, max: 200}\noutput_tokens: 48\n"))
-    spec = LoadSpec(url=vllm_server, model="tiny", workload=wl, concurrency=4, requests=24, warmup=2,
-                    tokenizer=str(tiny_model), slos=parse_slos("ttft_p95=60s,tpot_p95=10s"))
+    wl = load_workload(
+        _workload(tmp_path, "input_tokens: {dist: uniform, min: 20, max: 200}\noutput_tokens: 64\n")
+    )
+    spec = LoadSpec(
+        url=vllm_server,
+        model="tiny",
+        workload=wl,
+        concurrency=4,
+        requests=32,
+        warmup=2,
+        tokenizer=str(tiny_model),
+        slos=parse_slos("ttft_p95=60s,tpot_p95=10s"),
+    )
     r = run_load(spec)
-    assert r.requests_ok == 24 and r.requests_failed == 0, r.failures
-    assert r.output_tokens == 24 * 48
+    assert r.requests_ok == 32 and r.requests_failed == 0, r.failures
+    assert r.output_tokens == 32 * 64
     assert r.token_counts_exact
     measured = [rec for rec in r.records if not rec.warmup]
-    assert len(measured) == 24 and sum(rec.warmup for rec in r.records) == 2
+    assert len(measured) == 32 and sum(rec.warmup for rec in r.records) == 2
     # prompts are exactly the planned length (the server may add one BOS token to each)
     extra = {rec.prompt_tokens - rec.planned_input_tokens for rec in measured}
     assert len(extra) == 1 and extra <= {0, 1}, extra
@@ -39,22 +49,38 @@ def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path
     assert r.itl_ms.mean == pytest.approx(r.tpot_ms.mean, rel=0.05)
     assert r.slo_met is True and r.goodput_req_s == pytest.approx(r.throughput_req_s)
     # server side: /metrics scraped; random prompts must not hit the prefix cache
-    assert r.server["server_generation_tokens"] >= 24 * 48
-    assert 0 < r.server["kv_cache_usage_peak"] <= 1
+    assert r.server["server_generation_tokens"] >= 32 * 64
+    assert r.server["requests_running_peak"] >= 1, r.server  # polled every 0.2 s during the ~2 s run
+    assert 0 < r.server["kv_cache_usage_peak"] <= 1, r.server
     assert r.server["prefix_cache_hit_rate"] < 0.05
 
 
 def test_shared_prefix_hits_the_cache(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
-    wl = load_workload(_workload(tmp_path, "input_tokens: 256\noutput_tokens: 4\nshared_prefix_fraction: 0.75\n"))
-    r = run_load(LoadSpec(url=vllm_server, model="tiny", workload=wl, concurrency=1, requests=8,
-                          tokenizer=str(tiny_model)))
+    wl = load_workload(
+        _workload(tmp_path, "input_tokens: 256\noutput_tokens: 4\nshared_prefix_fraction: 0.75\n")
+    )
+    r = run_load(
+        LoadSpec(
+            url=vllm_server, model="tiny", workload=wl, concurrency=1, requests=8, tokenizer=str(tiny_model)
+        )
+    )
     assert r.requests_ok == 8
     assert r.server["prefix_cache_hit_rate"] > 0.4
 
 
 def test_open_loop_chat_with_synthetic_words(vllm_server: str) -> None:
-    spec = LoadSpec(url=vllm_server + "/v1", model="tiny", workload=load_workload("chat"), rate=20.0,
-                    requests=12, output_tokens=8, endpoint="chat", arrival="gamma", burstiness=0.5, seed=3)
+    spec = LoadSpec(
+        url=vllm_server + "/v1",
+        model="tiny",
+        workload=load_workload("chat"),
+        rate=20.0,
+        requests=12,
+        output_tokens=8,
+        endpoint="chat",
+        arrival="gamma",
+        burstiness=0.5,
+        seed=3,
+    )
     r = run_load(spec)
     assert r.requests_ok == 12, r.failures
     assert r.output_tokens == 12 * 8
@@ -62,25 +88,62 @@ def test_open_loop_chat_with_synthetic_words(vllm_server: str) -> None:
 
 
 def test_rejected_requests_are_counted_not_raised(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
-    # 1,500 input + 1,000 output tokens exceed --max-model-len 2048: vLLM answers HTTP 400
-    wl = load_workload(_workload(tmp_path, "input_tokens: 1500\noutput_tokens: 1000\n"))
-    r = run_load(LoadSpec(url=vllm_server, model="tiny", workload=wl, concurrency=2, requests=4,
-                          tokenizer=str(tiny_model)))
+    # a 2,100-token prompt exceeds --max-model-len 2048: vLLM answers HTTP 400
+    wl = load_workload(_workload(tmp_path, "input_tokens: 2100\noutput_tokens: 8\n"))
+    r = run_load(
+        LoadSpec(
+            url=vllm_server, model="tiny", workload=wl, concurrency=2, requests=4, tokenizer=str(tiny_model)
+        )
+    )
     assert r.requests_ok == 0 and r.requests_failed == 4
     assert r.failures == {"http_400": 4}
     assert r.ttft_ms.p50 is None
 
 
-def test_cli_writes_json_and_per_request(vllm_server: str, tiny_model: Path, tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_writes_json_and_per_request(
+    vllm_server: str, tiny_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out, per = tmp_path / "r.json", tmp_path / "req.jsonl"
-    rc = main(["--url", vllm_server, "--model", "tiny", "--tokenizer", str(tiny_model), "--workload", "code",
-               "--concurrency", "2", "--requests", "6", "--output-tokens", "8", "--slo", "ttft_p95=1ms",
-               "--json", str(out), "--per-request", str(per)])
+    rc = main(
+        [
+            "--url",
+            vllm_server,
+            "--model",
+            "tiny",
+            "--tokenizer",
+            str(tiny_model),
+            "--workload",
+            "code",
+            "--concurrency",
+            "2",
+            "--requests",
+            "6",
+            "--output-tokens",
+            "8",
+            "--slo",
+            "ttft_p95=1ms",
+            "--json",
+            str(out),
+            "--per-request",
+            str(per),
+        ]
+    )
     assert rc == 0
     d = json.loads(out.read_text())
-    for key in ("requests_ok", "requests_failed", "failures", "output_tokens", "duration_s", "throughput_req_s",
-                "throughput_tok_s", "goodput_req_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+    for key in (
+        "requests_ok",
+        "requests_failed",
+        "failures",
+        "output_tokens",
+        "duration_s",
+        "throughput_req_s",
+        "throughput_tok_s",
+        "goodput_req_s",
+        "ttft_ms",
+        "tpot_ms",
+        "itl_ms",
+        "e2e_ms",
+    ):
         assert key in d
     assert set(d["ttft_ms"]) == {"mean", "p50", "p90", "p95", "p99"}
     assert d["requests_ok"] == 6 and d["slo_met"] is False and d["goodput_req_s"] == 0.0

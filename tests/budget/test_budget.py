@@ -1,0 +1,190 @@
+"""estimate_budget: the vLLM memory formula, paging into blocks, defaults, feasibility and its reasons."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from configs import GEMMA2_9B, GEMMA3_1B, LLAMA_3_8B, MIXTRAL_8X7B, QWEN2_5_7B
+
+from launch.config import ServeConfig
+from tuner.budget import DEFAULT_GMU, default_batch_limits, emulated_gmu, estimate_budget
+from tuner.errors import UsageError
+from tuner.gpu import GPUProfile
+from tuner.model_spec import ModelSpec
+from tuner.synthetic import shape_config
+
+GIB = 1 << 30
+CPU = GPUProfile.load("cpu")
+H200 = GPUProfile.load("h200")
+
+
+def cfg(**kw) -> ServeConfig:
+    return ServeConfig(model="m", **kw)
+
+
+def test_cpu_kv_space_pages_into_128_token_blocks() -> None:
+    spec = ModelSpec.from_config(shape_config("llama-tiny"))
+    b = estimate_budget(spec, CPU, cfg(), vllm_version="0.32.0", env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    per_block = 128 * spec.kv_bytes_per_token()
+    assert b.block_size == 128 and b.bytes_per_block == per_block
+    assert b.num_blocks == GIB // per_block and b.kv_tokens == b.num_blocks * 128
+    assert b.max_concurrency == pytest.approx(b.kv_tokens / spec.max_position_embeddings)
+    assert b.feasible and b.reasons == () and b.basis.startswith("exact")
+
+
+def test_config_env_wins_over_process_env() -> None:
+    spec = ModelSpec.from_config(shape_config("llama-tiny"))
+    b = estimate_budget(spec, CPU, cfg(env=(("VLLM_CPU_KVCACHE_SPACE", "2"),)), vllm_version="0.32.0",
+                        env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    assert b.kv_cache_bytes == 2 * GIB
+
+
+def test_max_model_len_not_a_block_multiple_counts_whole_blocks_per_request() -> None:
+    spec = ModelSpec.from_config(shape_config("llama-tiny"))
+    b = estimate_budget(spec, CPU, cfg(max_model_len=1000), vllm_version="0.32.0",
+                        env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    per_request = math.ceil(1000 / 128)
+    assert b.max_concurrency == b.num_blocks / per_request
+    assert b.kv_tokens == int(b.num_blocks / per_request * 1000)
+
+
+def test_gpu_formula_is_requested_minus_weights_activation_non_torch_and_cudagraphs() -> None:
+    spec = ModelSpec.from_config(LLAMA_3_8B)
+    b = estimate_budget(spec, H200, cfg(gpu_memory_utilization=0.9), vllm_version="0.26.0", env={})
+    requested = H200.memory_bytes * 0.9
+    assert b.kv_cache_bytes == int(requested - b.weight_bytes - b.activation_bytes - b.non_torch_bytes
+                                   - b.cudagraph_bytes)
+    assert b.weight_bytes == spec.weight_bytes and b.block_size == 16
+    assert b.num_blocks == b.kv_cache_bytes // (16 * spec.kv_bytes_per_token())
+    assert b.kv_tokens == b.num_blocks * 16  # 8192 is a multiple of 16
+    assert b.feasible
+
+
+def test_cudagraph_estimate_off_by_env_or_eager() -> None:
+    spec = ModelSpec.from_config(LLAMA_3_8B)
+    on = estimate_budget(spec, H200, cfg(), vllm_version="0.26.0", env={})
+    off = estimate_budget(spec, H200, cfg(), vllm_version="0.26.0",
+                          env={"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"})
+    eager = estimate_budget(spec, H200, cfg(enforce_eager=True), vllm_version="0.26.0", env={})
+    assert on.cudagraph_bytes > 0 and off.cudagraph_bytes == 0 == eager.cudagraph_bytes
+    assert off.kv_cache_bytes == on.kv_cache_bytes + on.cudagraph_bytes
+
+
+def test_kv_cache_memory_bytes_is_taken_exactly() -> None:
+    spec = ModelSpec.from_config(LLAMA_3_8B)
+    b = estimate_budget(spec, H200, cfg(kv_cache_memory_bytes=10 * GIB), vllm_version="0.26.0", env={})
+    assert b.kv_cache_bytes == 10 * GIB and b.basis.startswith("exact")
+
+
+def test_defaults_follow_vllm() -> None:
+    spec = ModelSpec.from_config(LLAMA_3_8B)
+    b = estimate_budget(spec, H200, cfg(), vllm_version="0.26.0", env={})
+    assert b.gpu_memory_utilization == DEFAULT_GMU == 0.92
+    assert b.max_model_len == 8192 and (b.max_num_seqs, b.max_num_batched_tokens) == (1024, 8192)
+    assert default_batch_limits(GPUProfile.load("a100-80gb"), "0.26.0") == (256, 2048)  # A100 excluded
+    assert default_batch_limits(GPUProfile.load("a30"), "0.26.0") == (256, 2048)
+    assert default_batch_limits(CPU, "0.32.0") == (128, 2048)
+
+
+def test_fp8_kv_halves_bytes_per_token() -> None:
+    spec = ModelSpec.from_config(QWEN2_5_7B)
+    auto = estimate_budget(spec, H200, cfg(max_model_len=8192), vllm_version="0.26.0", env={})
+    fp8 = estimate_budget(spec, H200, cfg(max_model_len=8192, kv_cache_dtype="fp8"), vllm_version="0.26.0",
+                          env={})
+    assert fp8.kv_bytes_per_token * 2 == auto.kv_bytes_per_token
+    assert fp8.kv_tokens == pytest.approx(2 * auto.kv_tokens, rel=0.001)
+
+
+def test_tensor_parallel_splits_weights_and_kv_heads() -> None:
+    spec = ModelSpec.from_config(LLAMA_3_8B)
+    one = estimate_budget(spec, H200, cfg(), vllm_version="0.26.0", env={})
+    two = estimate_budget(spec, H200, cfg(tensor_parallel_size=2), vllm_version="0.26.0", env={})
+    assert two.weight_bytes == pytest.approx(one.weight_bytes / 2, abs=1)
+    assert two.kv_bytes_per_token * 2 == one.kv_bytes_per_token
+
+
+def test_gemma2_hybrid_groups_need_only_the_window_for_sliding_layers() -> None:
+    spec = ModelSpec.from_config(GEMMA2_9B)
+    b = estimate_budget(spec, H200, cfg(), vllm_version="0.26.0", env={})
+    page = 16 * spec.kv_bytes_per_token_layer()
+    assert b.bytes_per_block == 21 * page  # 21 sliding + 21 full layers -> two groups sharing 21 pools
+    in_flight = 2 * b.max_num_batched_tokens  # async scheduling keeps two batches in flight
+    per_req = math.ceil(8192 / 16) + math.ceil(min(4096 - 1 + in_flight, 8192) / 16) + 1
+    assert b.max_concurrency == pytest.approx(b.num_blocks / per_req)
+
+
+def test_gemma3_pads_groups_to_the_smallest_layer_count() -> None:
+    spec = ModelSpec.from_config(GEMMA3_1B)
+    b = estimate_budget(spec, H200, cfg(max_model_len=32768), vllm_version="0.26.0", env={})
+    # 22 sliding + 4 full layers -> groups of 4: 6 sliding groups + 1 full group
+    assert b.bytes_per_block == 4 * 16 * spec.kv_bytes_per_token_layer()
+
+
+def test_weights_that_do_not_fit_are_rejected_with_the_numbers() -> None:
+    spec = ModelSpec.from_config(MIXTRAL_8X7B)
+    b = estimate_budget(spec, GPUProfile.load("a100-80gb"), cfg(), vllm_version="0.26.0", env={})
+    assert not b.feasible and b.kv_cache_bytes <= 0
+    assert any("no memory left for the KV cache" in r and "weights 87.00 GiB" in r for r in b.reasons)
+
+
+def test_too_long_max_model_len_is_rejected_and_the_fit_reported() -> None:
+    spec = ModelSpec.from_config(shape_config("llama-tiny", max_position_embeddings=4_000_000))
+    b = estimate_budget(spec, CPU, cfg(max_model_len=2_000_000), vllm_version="0.32.0",
+                        env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    assert not b.feasible and "largest max_model_len that fits" in b.reasons[0]
+    ok = estimate_budget(spec, CPU, cfg(max_model_len=b.max_model_len_fit), vllm_version="0.32.0",
+                         env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    over = estimate_budget(spec, CPU, cfg(max_model_len=b.max_model_len_fit + 128), vllm_version="0.32.0",
+                           env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    assert ok.feasible and not over.feasible
+
+
+def test_null_block_is_reserved_from_0_32_on() -> None:
+    spec = ModelSpec.from_config(shape_config("llama-tiny", max_position_embeddings=4_000_000))
+    exact = GIB // (128 * spec.kv_bytes_per_token()) * 128  # every block of 1 GiB for one request
+    new = estimate_budget(spec, CPU, cfg(max_model_len=exact), vllm_version="0.32.0",
+                          env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    old = estimate_budget(spec, CPU, cfg(max_model_len=exact), vllm_version="0.26.0",
+                          env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    assert old.feasible and not new.feasible
+
+
+@pytest.mark.parametrize(("kw", "text"), [
+    ({"max_model_len": 16384}, "exceeds the model's max_position_embeddings"),
+    ({"max_num_seqs": 512, "max_num_batched_tokens": 256}, "max_num_batched_tokens 256 < max_num_seqs 512"),
+    ({"tensor_parallel_size": 3}, "not divisible by tensor_parallel_size 3"),
+    ({"gpu_memory_utilization": 0.999}, "vLLM refuses to start"),
+])
+def test_vllm_rejections_are_reasons(kw: dict, text: str) -> None:
+    b = estimate_budget(ModelSpec.from_config(LLAMA_3_8B), H200, cfg(**kw), vllm_version="0.26.0", env={})
+    assert not b.feasible and any(text in r for r in b.reasons)
+
+
+def test_long_context_allowed_by_env() -> None:
+    b = estimate_budget(ModelSpec.from_config(LLAMA_3_8B), H200, cfg(max_model_len=16384),
+                        vllm_version="0.26.0", env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})
+    assert b.feasible
+
+
+def test_to_dict_has_the_contract_keys() -> None:
+    spec = ModelSpec.from_config(LLAMA_3_8B)
+    d = estimate_budget(spec, H200, cfg(), vllm_version="0.26.0", env={}).to_dict()
+    for key in ("kv_bytes_per_token", "weight_bytes", "kv_cache_bytes", "kv_tokens", "max_concurrency",
+                "feasible", "reasons"):
+        assert key in d
+    assert isinstance(d["reasons"], list)
+
+
+def test_emulated_gmu_reproduces_the_target_budget() -> None:
+    a30 = GPUProfile.load("a30")
+    gmu = emulated_gmu(a30, H200.memory_bytes, 0.9)
+    assert H200.memory_bytes * gmu == pytest.approx(a30.memory_bytes * 0.9)
+    spec = ModelSpec.from_config(shape_config("qwen2.5-7b"))
+    seqs, batched = default_batch_limits(a30, "0.26.0")
+    on_a30 = estimate_budget(spec, a30, cfg(gpu_memory_utilization=0.9), vllm_version="0.26.0", env={})
+    on_h200 = estimate_budget(spec, H200, cfg(gpu_memory_utilization=gmu, max_num_seqs=seqs,
+                                             max_num_batched_tokens=batched), vllm_version="0.26.0", env={})
+    assert on_h200.kv_tokens == on_a30.kv_tokens
+    with pytest.raises(UsageError):
+        emulated_gmu(H200, a30.memory_bytes, 0.9)

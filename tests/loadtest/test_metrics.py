@@ -1,0 +1,134 @@
+"""The pure metrics function on hand-made records (every timestamp known)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from loadtest.metrics import chunk_tokens, compute_metrics, timings
+from loadtest.records import Chunk, RequestRecord
+from loadtest.report import percentile
+from loadtest.slo import parse_slos
+
+
+def rec(
+    i: int,
+    sched: float,
+    sent: float,
+    chunks: list[tuple[float, int | None]],
+    done: float,
+    tokens: int | None = None,
+    failure: str | None = None,
+    warmup: bool = False,
+) -> RequestRecord:
+    cs = tuple(Chunk(t, k) for t, k in chunks)
+    total = tokens if tokens is not None else sum(k or 0 for _, k in chunks)
+    return RequestRecord(
+        i,
+        sched,
+        sent,
+        cs,
+        done,
+        prompt_tokens=10,
+        completion_tokens=None if failure else total,
+        failure=failure,
+        warmup=warmup,
+    )
+
+
+def test_ttft_from_scheduled_time_and_lag_reported_apart() -> None:
+    r = rec(0, 10.0, 10.004, [(10.1, 1), (10.12, 1), (10.15, 1)], 10.15)
+    t = timings(r)
+    assert t.ttft == pytest.approx(100.0)  # from the scheduled 10.0, not the late send at 10.004
+    rep = compute_metrics([r])
+    assert rep.schedule_lag_ms.p50 == pytest.approx(4.0)
+
+
+def test_multi_token_chunks_count_tokens_not_chunks() -> None:
+    # 3 events carrying 1 + 4 + 3 tokens (speculative decoding): 8 tokens, not 3
+    r = rec(0, 0.0, 0.0, [(0.2, 1), (0.3, 4), (0.5, 3)], 0.5)
+    t = timings(r)
+    assert t.tokens == 8
+    assert t.tpot == pytest.approx((500 - 200) / 7)
+    assert len(t.itl) == 7
+    assert t.itl[:4] == pytest.approx([25.0] * 4) and t.itl[4:] == pytest.approx([200 / 3] * 3)
+    assert math.fsum(t.itl) == pytest.approx(t.e2e - t.ttft)
+
+
+def test_first_event_with_several_tokens_gives_zero_gaps() -> None:
+    t = timings(rec(0, 0.0, 0.0, [(0.1, 3), (0.2, 1)], 0.2))
+    assert t.itl == pytest.approx((0.0, 0.0, 100.0))
+    assert t.tpot == pytest.approx(100 / 3)
+
+
+def test_without_running_usage_the_total_is_spread_over_events() -> None:
+    r = rec(0, 0.0, 0.0, [(0.1, None), (0.2, None), (0.4, None)], 0.4, tokens=7)
+    toks, exact = chunk_tokens(r)
+    assert toks == [1, 3, 3] and not exact
+    t = timings(r)
+    assert t.tokens == 7 and math.fsum(t.itl) == pytest.approx(300.0)
+    assert not compute_metrics([r]).token_counts_exact
+
+
+def test_failures_warmup_and_throughput() -> None:
+    ok = [rec(i, float(i), float(i), [(i + 0.1, 1), (i + 0.2, 1)], i + 0.2) for i in range(4)]
+    bad = rec(4, 4.0, 4.0, [], 4.5, failure="http_500")
+    warm = rec(-1, -5.0, -5.0, [(-4.0, 1)], -4.0, warmup=True)
+    r = compute_metrics([warm, *ok, bad])
+    assert (r.requests_ok, r.requests_failed, r.failures) == (4, 1, {"http_500": 1})
+    assert r.duration_s == pytest.approx(4.5)  # first scheduled (0.0) to last end (4.5); warmup ignored
+    assert r.output_tokens == 8
+    assert r.throughput_req_s == pytest.approx(4 / 4.5)
+    assert r.ttft_ms.p99 == pytest.approx(100.0)
+
+
+def test_goodput_and_slo_values_count_failures_as_misses() -> None:
+    recs = [
+        rec(i, 0.0, 0.0, [(0.125 * (i + 1), 1), (0.125 * (i + 1) + 0.015625, 1)], 0.125 * (i + 1) + 0.015625)
+        for i in range(10)
+    ]  # TTFT 125, 250, ..., 1250 ms
+    slos = parse_slos("ttft_p50=750ms,tpot_p90=20ms")
+    r = compute_metrics(recs, slos=slos)
+    assert r.requests_good == 6  # TTFT <= 750 ms
+    assert r.goodput_req_s == pytest.approx(6 / r.duration_s)
+    assert r.slo_values["ttft_p50"] == pytest.approx(687.5)
+    assert r.slo_met is True
+    failed = [rec(10 + i, 0.0, 0.0, [], 1.0, failure="timeout") for i in range(10)]
+    r2 = compute_metrics(recs + failed, slos=slos)
+    assert r2.slo_values["ttft_p50"] is None  # the median request failed
+    assert r2.slo_met is False and r2.requests_good == 6
+
+
+def test_itl_slo_per_request_uses_its_own_percentile() -> None:
+    smooth = rec(0, 0.0, 0.0, [(0.1, 1)] + [(0.1 + 0.01 * k, 1) for k in range(1, 21)], 0.3)
+    spiky = rec(
+        1, 0.0, 0.0, [(0.1, 1)] + [(0.1 + 0.01 * k + (0.5 if k > 10 else 0), 1) for k in range(1, 21)], 0.8
+    )
+    r = compute_metrics([smooth, spiky], slos=parse_slos("itl_p50=15ms"))
+    assert r.requests_good == 2  # each request's own p50 gap is 10 ms
+    r = compute_metrics([smooth, spiky], slos=parse_slos("itl_p99=15ms"))
+    assert r.requests_good == 1  # the spiky one has a 510 ms gap
+
+
+def test_value_gives_any_percentile() -> None:
+    recs = [rec(i, 0.0, 0.0, [((i + 1) / 1000, 1)], (i + 1) / 1000) for i in range(1000)]
+    r = compute_metrics(recs)
+    assert r.value("ttft", 99.9) == pytest.approx(999.001)
+    assert r.value("ttft", 50) == pytest.approx(r.ttft_ms.p50)
+    assert r.tpot_ms.p50 is None  # one-token answers have no TPOT
+    with pytest.raises(ValueError, match="unknown metric"):
+        r.value("latency", 50)
+
+
+def test_no_success_gives_none_dists_and_json() -> None:
+    r = compute_metrics([rec(0, 0.0, 0.0, [], 1.0, failure="connection_error")])
+    d = r.to_dict()
+    assert d["ttft_ms"] == {"mean": None, "p50": None, "p90": None, "p95": None, "p99": None}
+    assert d["requests_failed"] == 1 and d["throughput_req_s"] == 0.0
+
+
+def test_percentile_matches_linear_interpolation() -> None:
+    vals = [1.0, 2.0, 3.0, 4.0]
+    assert percentile(vals, 50) == 2.5 and percentile(vals, 0) == 1.0 and percentile(vals, 100) == 4.0
+    assert percentile([1.0, math.inf], 60) == math.inf and percentile([], 50) is None

@@ -1,0 +1,57 @@
+"""Parsing vLLM's /metrics text (format as vLLM 0.32 writes it) into the report's server dict."""
+
+from __future__ import annotations
+
+import pytest
+
+from loadtest.server_metrics import parse_prometheus, summarize
+
+BEFORE = """# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{engine="0",model_name="m"} 2.0
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 100.0
+vllm:request_queue_time_seconds_sum{engine="0",model_name="m"} 1.0
+vllm:request_queue_time_seconds_count{engine="0",model_name="m"} 10.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.0
+vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="0",num_gpu_blocks="512"} 1.0
+"""
+AFTER = """vllm:num_preemptions_total{engine="0",model_name="m"} 5.0
+vllm:num_preemptions_total{engine="1",model_name="m"} 1.0
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 3000.0
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 600.0
+vllm:request_queue_time_seconds_sum{engine="0",model_name="m"} 3.0
+vllm:request_queue_time_seconds_count{engine="0",model_name="m"} 30.0
+vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 100.0
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 400.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 300.0
+vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="0",num_gpu_blocks="512"} 1.0
+"""
+
+
+def test_summary_deltas_rates_and_peaks() -> None:
+    b, _ = parse_prometheus(BEFORE)
+    a, infos = parse_prometheus(AFTER)
+    s = summarize(b, a, {"kv_cache_usage": 0.42}, infos)
+    assert s["preemptions"] == 4  # summed over engines, minus the count before the run
+    assert s["prefix_cache_hit_rate"] == pytest.approx(500 / 2000)
+    assert s["queue_time_mean_ms"] == pytest.approx(100.0)
+    assert "spec_decode_acceptance_rate" not in s  # absent before the run: no delta
+    assert s["kv_cache_usage_peak"] == 0.42 and s["kv_cache_tokens"] == 512 * 16
+
+
+def test_spec_decode_acceptance() -> None:
+    a, _ = parse_prometheus(AFTER)
+    s = summarize(
+        {
+            **a,
+            "vllm:spec_decode_num_draft_tokens_total": 0.0,
+            "vllm:spec_decode_num_accepted_tokens_total": 0.0,
+            "vllm:spec_decode_num_drafts_total": 0.0,
+        },
+        a,
+        {},
+        {},
+    )
+    assert s["spec_decode_acceptance_rate"] == pytest.approx(0.75)
+    assert s["spec_decode_mean_accepted_per_draft"] == pytest.approx(3.0)

@@ -1,0 +1,184 @@
+"""The load generator's own timing, with a scripted clock and a fake server (no socket, no sleep)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from loadtest.errors import LoadtestInputError, ServerUnreachable
+from loadtest.lengths import LengthDist
+from loadtest.runner import LoadSpec, run_load
+from loadtest.testing import FakeRequest, FakeResponse, FakeTransport, ScriptedClock
+from loadtest.workload import Workload
+
+WL = Workload("t", LengthDist("fixed", 16, 16), LengthDist("fixed", 4, 4))
+
+
+def spec(**kw: object) -> LoadSpec:
+    base: dict[str, object] = dict(
+        url="http://fake:1",
+        model="m",
+        workload=WL,
+        concurrency=1,
+        requests=3,
+        scrape_server_metrics=False,
+        probe=False,
+    )
+    base.update(kw)
+    return LoadSpec(**base)  # type: ignore[arg-type]
+
+
+def run(handler, **kw: object):  # type: ignore[no-untyped-def]
+    clock = ScriptedClock()
+    transport = FakeTransport(lambda req: handler(req, clock), clock)
+    return run_load(spec(**kw), session=transport, clock=clock), transport
+
+
+def test_e2e_minus_ttft_equals_sum_of_itl() -> None:
+    events = [(0.120, 1), (0.010, 1), (0.030, 3), (0.005, 1)]  # 6 tokens in 4 events
+    r, _ = run(lambda req, c: FakeResponse.stream(c, events))
+    rec = r.records[0]
+    ttft = (rec.chunks[0].t - rec.scheduled_at) * 1000
+    e2e = (rec.done_at - rec.scheduled_at) * 1000
+    assert ttft == pytest.approx(120.0)
+    assert e2e == pytest.approx(165.0)
+    assert r.ttft_ms.p50 == pytest.approx(120.0) and r.e2e_ms.p50 == pytest.approx(165.0)
+    assert r.tpot_ms.p50 == pytest.approx(45.0 / 5)
+    per_req_itl = r.samples["itl"]
+    assert len(per_req_itl) == 3 * 5
+    assert math.fsum(per_req_itl) / 3 == pytest.approx(e2e - ttft)
+    assert r.output_tokens == 18 and r.token_counts_exact
+
+
+def test_usage_after_last_token_counts_in_e2e_not_itl() -> None:
+    r, _ = run(lambda req, c: FakeResponse.stream(c, [(0.1, 1), (0.02, 1)], tail_delay=0.05), requests=1)
+    assert r.e2e_ms.p50 == pytest.approx(170.0)
+    assert r.itl_ms.p50 == pytest.approx(20.0)
+    assert r.tpot_ms.p50 == pytest.approx(70.0)  # (E2E - TTFT) / (tokens - 1), as defined
+
+
+def test_open_loop_ttft_counts_from_schedule() -> None:
+    r, t = run(
+        lambda req, c: FakeResponse.stream(c, [(0.05, 1), (0.01, 1)]),
+        concurrency=None,
+        rate=10.0,
+        requests=5,
+        arrival="constant",
+    )
+    scheds = [rec.scheduled_at for rec in r.records]
+    assert [b - a for a, b in zip(scheds, scheds[1:], strict=False)] == pytest.approx([0.1] * 4)
+    assert r.requests_ok == 5 and len(t.requests) == 5
+
+
+def test_without_continuous_usage_tokens_come_from_final_usage() -> None:
+    r, _ = run(
+        lambda req, c: FakeResponse.stream(c, [(0.1, 1), (0.02, 2), (0.02, 2)], continuous_usage=False)
+    )
+    assert r.output_tokens == 15 and not r.token_counts_exact
+    assert r.tpot_ms.p50 == pytest.approx(40.0 / 4)
+
+
+def test_chat_stream_is_parsed() -> None:
+    r, t = run(lambda req, c: FakeResponse.stream(c, [(0.1, 1), (0.02, 1)], chat=True), endpoint="chat")
+    assert r.requests_ok == 3 and t.requests[0].url == "http://fake:1/v1/chat/completions"
+    body = t.requests[0].body
+    assert body["messages"][-1]["role"] == "user" and body["max_tokens"] == 4 and body["ignore_eos"] is True
+    assert body["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda c: FakeResponse(500, [(0.0, b"boom")], c), "http_500"),
+        (
+            lambda c: FakeResponse.stream(c, [(0.1, 1), (0.02, 1)], final_usage=False, done=False),
+            "stream_cut",
+        ),
+        (lambda c: FakeResponse(200, [(0.1, b"data: {not json\n")], c), "malformed_chunk"),
+        (lambda c: FakeResponse(200, [(0.1, b'data: {"error": {"message": "x"}}\n')], c), "server_error"),
+        (lambda c: FakeResponse(200, [(0.1, b'data: {"id": 1}\n')], c), "malformed_chunk"),
+        (lambda c: FakeResponse(200, [(0.1, b"data: [1, 2]\n")], c), "malformed_chunk"),
+        (lambda c: FakeResponse.stream(c, [(0.1, 1)], final_usage=False, continuous_usage=False), "no_usage"),
+        (lambda c: FakeResponse.stream(c, [], final_usage=True), "no_output"),
+        (
+            lambda c: FakeResponse(
+                200, FakeResponse.stream(c, [(0.1, 1)]).lines_[:2], c, error=ConnectionResetError("reset")
+            ),
+            "stream_cut",
+        ),
+    ],
+)
+def test_failures_are_counted_by_reason(make, reason: str) -> None:  # type: ignore[no-untyped-def]
+    r, _ = run(lambda req, c: make(c), requests=2)
+    assert r.requests_ok == 0 and r.failures == {reason: 2}
+    assert all(rec.failure == reason for rec in r.records)
+
+
+def test_connection_refused_is_a_failure_not_a_crash() -> None:
+    def refuse(req: FakeRequest, c: ScriptedClock) -> FakeResponse:
+        raise ConnectionRefusedError("refused")
+
+    r, _ = run(refuse, requests=2)
+    assert r.failures == {"connection_error": 2}
+
+
+def test_mixed_success_and_failure() -> None:
+    calls = iter(range(100))
+
+    def flaky(req: FakeRequest, c: ScriptedClock) -> FakeResponse:
+        if next(calls) % 2:
+            return FakeResponse(503, [(0.0, b"busy")], c)
+        return FakeResponse.stream(c, [(0.1, 1), (0.01, 1)])
+
+    r, _ = run(flaky, requests=6)
+    assert r.requests_ok == 3 and r.failures == {"http_503": 3}
+
+
+def test_probe_falls_back_without_continuous_usage_and_rejects_bad_model() -> None:
+    def strict(req: FakeRequest, c: ScriptedClock) -> FakeResponse:
+        if "continuous_usage_stats" in req.body["stream_options"]:
+            return FakeResponse(400, [(0.0, b'{"error": "unknown field continuous_usage_stats"}')], c)
+        return FakeResponse.stream(c, [(0.1, 1), (0.01, 1)], continuous_usage=False)
+
+    r, t = run(strict, probe=True)
+    assert r.requests_ok == 3 and len(t.requests) == 2 + 3
+    assert "continuous_usage_stats" not in t.requests[-1].body["stream_options"]
+
+    with pytest.raises(LoadtestInputError, match="HTTP 404"):
+        run(lambda req, c: FakeResponse(404, [(0.0, b"The model `m` does not exist.")], c), probe=True)
+
+    def down(req: FakeRequest, c: ScriptedClock) -> FakeResponse:
+        raise ConnectionRefusedError("refused")
+
+    with pytest.raises(ServerUnreachable):
+        run(down, probe=True)
+
+
+def test_seed_reproduces_prompts_and_schedule() -> None:
+    def go(seed: int):  # type: ignore[no-untyped-def]
+        r, t = run(
+            lambda req, c: FakeResponse.stream(c, [(0.1, 1)]),
+            concurrency=None,
+            rate=50.0,
+            requests=6,
+            seed=seed,
+        )
+        start = r.records[0].scheduled_at
+        return [b.body["prompt"] for b in t.requests], [rec.scheduled_at - start for rec in r.records]
+
+    a, b, c = go(1), go(1), go(2)
+    assert a == b
+    assert a[0] != c[0] and a[1] != c[1]
+    assert len(set(a[0])) == 6  # every prompt differs
+
+
+def test_warmup_is_excluded() -> None:
+    r, t = run(lambda req, c: FakeResponse.stream(c, [(0.1, 1), (0.01, 1)]), warmup=2, requests=3)
+    assert len(t.requests) == 5 and r.requests_ok == 3
+    assert [rec.warmup for rec in r.records] == [True, True, False, False, False]
+
+
+def test_duration_mode_closed_loop_stops_sending() -> None:
+    r, _ = run(lambda req, c: FakeResponse.stream(c, [(0.1, 1), (0.1, 1)]), requests=None, duration_s=1.0)
+    assert r.requests_ok == 5  # 0.2 s each, one at a time, for 1 s

@@ -1,0 +1,158 @@
+"""Workload profiles, replay files, prompts and arrival schedules."""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from pathlib import Path
+
+import pytest
+
+from loadtest.arrivals import schedule
+from loadtest.errors import WorkloadError
+from loadtest.lengths import parse_length
+from loadtest.prompts import PromptFactory
+from loadtest.workload import builtin_workloads, load_workload
+
+
+def test_builtins_load_with_their_lengths() -> None:
+    assert {"chat", "code", "summarize", "longdoc"} <= set(builtin_workloads())
+    expect = {"code": 512, "summarize": 2048, "longdoc": 7680}
+    for name, mean in expect.items():
+        w = load_workload(name)
+        assert w.name == name
+        rng = random.Random(0)
+        got = statistics.mean(w.input_tokens.sample(rng) for _ in range(400))
+        assert abs(got - mean) / mean < 0.05
+        assert w.max_input_tokens >= mean and w.max_output_tokens >= 1
+    assert load_workload("longdoc").max_input_tokens + load_workload("longdoc").max_output_tokens <= 8192
+
+
+def test_unknown_name_lists_builtins() -> None:
+    with pytest.raises(WorkloadError, match="chat, code, longdoc, summarize"):
+        load_workload("nope")
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        ("input_tokens: 10\n", "output_tokens: missing"),
+        (
+            "input_tokens: {dist: normal, mean: 10, min: 1, max: 20}\noutput_tokens: 4\n",
+            r"input_tokens\.std: missing",
+        ),
+        ("input_tokens: {dist: zipf, max: 3}\noutput_tokens: 4\n", r"input_tokens\.dist: unknown 'zipf'"),
+        ("input_tokens: {dist: uniform, min: 9, max: 3}\noutput_tokens: 4\n", "min 9 is greater than max 3"),
+        (
+            "input_tokens: {dist: lognormal, median: 10, sigma: 1}\noutput_tokens: 4\n",
+            r"input_tokens\.max: missing",
+        ),
+        ("input_tokens: 10\noutput_tokens: -4\n", "output_tokens: must be ≥ 1"),
+        ("input_tokens: 10\noutput_tokens: 4\nshared_prefix_fraction: 1.5\n", "shared_prefix_fraction"),
+        ("input_tokens: 10\noutput_tokens: 4\nsytem_prompt: hi\n", "unknown field.*sytem_prompt"),
+        ("input_tokens: [1, 2\n", "not valid YAML"),
+        (
+            "input_tokens: {dist: uniform, min: a, max: 3}\noutput_tokens: 4\n",
+            r"input_tokens\.min: expected an integer",
+        ),
+    ],
+)
+def test_bad_yaml_names_file_and_field(tmp_path: Path, body: str, match: str) -> None:
+    p = tmp_path / "bad.yaml"
+    p.write_text(body)
+    with pytest.raises(WorkloadError, match=match) as e:
+        load_workload(p)
+    assert str(p) in str(e.value)
+
+
+def test_length_distributions() -> None:
+    rng = random.Random(1)
+    u = parse_length("x", {"dist": "uniform", "min": 5, "max": 9})
+    assert {u.sample(rng) for _ in range(300)} == set(range(5, 10))
+    e = parse_length("x", {"dist": "empirical", "values": [3, 7]})
+    assert {e.sample(rng) for _ in range(100)} == {3, 7} and e.max == 7
+    ln = parse_length("x", {"dist": "lognormal", "median": 100, "sigma": 2.0, "min": 10, "max": 300})
+    xs = [ln.sample(rng) for _ in range(500)]
+    assert min(xs) == 10 and max(xs) == 300  # clipped
+
+
+def test_empirical_from_file(tmp_path: Path) -> None:
+    (tmp_path / "lens.jsonl").write_text('{"n": 5}\n{"n": 50}\n')
+    (tmp_path / "w.yaml").write_text(
+        "input_tokens: {dist: empirical, path: lens.jsonl, field: n}\noutput_tokens: 3\n"
+    )
+    w = load_workload(tmp_path / "w.yaml")
+    assert w.max_input_tokens == 50
+
+
+def test_jsonl_and_sharegpt_replay(tmp_path: Path) -> None:
+    j = tmp_path / "r.jsonl"
+    j.write_text(
+        json.dumps({"prompt": "hello there", "output_tokens": 7})
+        + "\n"
+        + json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+        + "\n"
+    )
+    w = load_workload(j)
+    assert w.is_replay and len(w.entries) == 2 and w.max_output_tokens == 256
+    f = PromptFactory(w, output_tokens=None)
+    assert f.make(0).prompt == "hello there" and f.make(0).output_tokens == 7
+    assert PromptFactory(w, chat=True).make(1).messages == [{"role": "user", "content": "hi"}]
+    s = tmp_path / "sg.json"
+    s.write_text(
+        json.dumps(
+            [{"conversations": [{"from": "human", "value": "q1"}, {"from": "gpt", "value": "a" * 40}]}]
+        )
+    )
+    w2 = load_workload(s)
+    assert PromptFactory(w2).make(0).output_tokens == 10  # 40 chars / 4 without a tokenizer
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "x"}\n{"nothing": 1}\n')
+    with pytest.raises(WorkloadError, match=r"bad\.jsonl:2"):
+        load_workload(bad)
+
+
+def test_synthetic_prompts_are_reproducible_and_distinct() -> None:
+    w = load_workload("code")
+    a, b = PromptFactory(w, seed=5), PromptFactory(w, seed=5)
+    assert [a.make(i) for i in range(5)] == [b.make(i) for i in range(5)]
+    p = a.make(0)
+    assert len(p.prompt.split()) == p.input_tokens
+    firsts = {" ".join(a.make(i).prompt.split()[:16]) for i in range(50)}
+    assert len(firsts) == 50  # no two share their first block: no accidental prefix-cache hits
+
+
+def test_exact_lengths_with_tokenizer(tiny_model: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    w = load_workload("chat")
+    f = PromptFactory(w, seed=0, tokenizer=tok)
+    for i in range(10):
+        p = f.make(i)
+        assert len(tok.encode(p.prompt, add_special_tokens=False)) == p.input_tokens
+        assert w.input_tokens.min <= p.input_tokens <= w.input_tokens.max
+
+
+def test_shared_prefix(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text("input_tokens: 100\noutput_tokens: 2\nshared_prefix_fraction: 0.5\n")
+    f = PromptFactory(load_workload(tmp_path / "p.yaml"), seed=1)
+    x, y = f.make(0).prompt.split(), f.make(1).prompt.split()
+    assert x[:50] == y[:50] and x[50:] != y[50:]
+
+
+def test_schedules() -> None:
+    c = schedule(4.0, count=5, arrival="constant")
+    assert c == pytest.approx([0, 0.25, 0.5, 0.75, 1.0])
+    p = schedule(100.0, count=20000, arrival="poisson", seed=1)
+    gaps = [b - a for a, b in zip(p, p[1:], strict=False)]
+    assert statistics.mean(gaps) == pytest.approx(0.01, rel=0.03)
+    assert statistics.stdev(gaps) == pytest.approx(0.01, rel=0.05)  # exponential: sd = mean
+    g = schedule(100.0, count=20000, arrival="gamma", burstiness=0.25, seed=1)
+    ggaps = [b - a for a, b in zip(g, g[1:], strict=False)]
+    assert statistics.mean(ggaps) == pytest.approx(0.01, rel=0.05)
+    assert statistics.stdev(ggaps) == pytest.approx(0.02, rel=0.1)  # cv = 1/sqrt(shape) = 2
+    assert schedule(100.0, count=50, seed=3) == schedule(100.0, count=50, seed=3)
+    d = schedule(10.0, duration_s=2.0, arrival="constant")
+    assert len(d) == 20 and max(d) < 2.0
