@@ -57,7 +57,7 @@ def summarize(results: list[TrialResult]) -> Summary:
 
 def trials_frame(results: list[TrialResult]) -> pd.DataFrame:
     rows = [r.csv_row() for r in sorted(results, key=lambda r: r.number)]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).convert_dtypes()  # integer knobs stay integers next to empty (default) cells
 
 
 def best_document(summary: Summary, meta: dict[str, Any]) -> dict[str, Any]:

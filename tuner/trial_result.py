@@ -69,10 +69,10 @@ class TrialResult:
         row["goodput_req_s"] = round(self.goodput_req_s, 4)
         row["best_rate_req_s"] = None if self.best_rate is None else round(self.best_rate, 4)
         row["saturation_req_s"] = None if self.saturation_req_s is None else round(self.saturation_req_s, 4)
-        row["ttft_p95_ms"] = self.metric("ttft_ms.p95")
-        row["tpot_p95_ms"] = self.metric("tpot_ms.p95")
-        row["e2e_p95_ms"] = self.metric("e2e_ms.p95")
-        row["throughput_tok_s"] = self.metric("throughput_tok_s")
+        for col, key in (("ttft_p95_ms", "ttft_ms.p95"), ("tpot_p95_ms", "tpot_ms.p95"), ("e2e_p95_ms", "e2e_ms.p95"),
+                         ("throughput_tok_s", "throughput_tok_s")):
+            value = self.metric(key)
+            row[col] = None if value is None else round(value, 2)
         row["slo_met"] = self.slo_met
         row["fail_reason"] = self.fail_reason
         row["kv_tokens_predicted"] = (self.budget or {}).get("kv_tokens")
