@@ -1,0 +1,105 @@
+"""Search quality benchmark (prints figures; not a test): Optuna search vs an exhaustive grid.
+
+    python bench/search_vs_grid.py --model DIR --gpu cpu --slo ttft_p95=2s --workload chat \
+        --grid max_num_seqs=8,32,128 --grid enable_chunked_prefill=true,false --grid max_num_batched_tokens=512,2048 \
+        --trials 8 --out /tmp/svg
+
+Runs every grid point with the tuner's own trial (real vLLM, same capacity search), then a search study
+of --trials trials (baseline first), and prints: the grid's best goodput, the search's best, their ratio,
+after how many trials the search reached 95 % of the grid's best, and the gain over vLLM's defaults.
+Results are kept in OUT/grid.jsonl, so an interrupted run resumes. Goals (issue #6): ≥ 95 % of the grid's
+best in ≤ 20 trials; ≥ +30 % over the defaults baseline (name the workload with the figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tuner.inputs import load_inputs, measure_plan  # noqa: E402
+from tuner.objective import TrialContext, run_trial  # noqa: E402
+from tuner.pipeline import base_config, tune  # noqa: E402
+from tuner.settings import resolve  # noqa: E402
+from tuner.study import results_of  # noqa: E402
+
+
+def parse_grid(items: list[str]) -> dict[str, list[object]]:
+    grid: dict[str, list[object]] = {}
+    for item in items:
+        key, _, values = item.partition("=")
+        grid[key] = [json.loads(v) if v not in ("true", "false") else v == "true" for v in values.split(",")]
+    return grid
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--gpu", default="cpu")
+    ap.add_argument("--slo", default="ttft_p95=2s")
+    ap.add_argument("--workload", default="chat")
+    ap.add_argument("--grid", action="append", default=[], help="KNOB=v1,v2,... (repeat)")
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--vllm-python", default=sys.executable)
+    ap.add_argument("--load-format")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = resolve({}, {"model": args.model, "gpu": args.gpu, "slo": args.slo, "workload": args.workload,
+                            "trials": args.trials, "out": str(out / "search"), "vllm_python": args.vllm_python,
+                            "load_format": args.load_format, "resume": (out / "search" / "study.db").exists() or None})
+    inp = load_inputs(settings)
+    base = base_config(inp)
+    ctx = TrialContext(spec=inp.spec, gpu=inp.gpu, slos=inp.slos, workload=inp.workload,
+                       plan=measure_plan(settings, inp.gpu), python=settings.vllm_python, log_dir=out / "grid-logs",
+                       vllm_version=inp.vllm.version, tokenizer=str(inp.model_dir), env=dict(base.env))
+    grid = parse_grid(args.grid)
+    done = {}
+    path = out / "grid.jsonl"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            done[json.dumps(row["point"], sort_keys=True)] = row
+    points = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
+    for i, point in enumerate(points):
+        key = json.dumps(point, sort_keys=True)
+        if key in done:
+            continue
+        res = run_trial(1000 + i, replace(base, **point), False, ctx, lambda m: print(f"[grid {i}] {m}", flush=True))
+        row = {"point": point, "state": res.state, "goodput_req_s": res.goodput_req_s, "slo_met": res.slo_met,
+               "fail_reason": res.fail_reason}
+        done[key] = row
+        with path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+    grid_best = max((r["goodput_req_s"] for r in done.values()), default=0.0)
+
+    outcome = tune(inp)
+    import optuna
+
+    study = optuna.load_study(study_name="slotune", storage=f"sqlite:///{(out / 'search').resolve()}/study.db")
+    results = sorted(results_of(study), key=lambda r: r.number)
+    running, reached = 0.0, None
+    for r in results:
+        running = max(running, r.goodput_req_s if r.slo_met else 0.0)
+        if reached is None and grid_best > 0 and running >= 0.95 * grid_best:
+            reached = r.number + 1
+    s = outcome.summary
+    print(f"workload {inp.workload.name}, SLO {settings.slo}, GPU profile {inp.gpu.name}, vLLM {inp.vllm.version}")
+    print(f"grid: {len(points)} points, best goodput {grid_best:.3f} req/s")
+    print(f"search: {len(results)} trials, best goodput {running:.3f} req/s = "
+          f"{(running / grid_best * 100 if grid_best else 0):.0f}% of the grid's best; "
+          f"95% reached after {reached if reached else 'never'} trials")
+    base_note = s.baseline_note
+    gain = f"{s.gain_over_baseline * 100:+.0f}%" if s.gain_over_baseline is not None else "n/a"
+    print(f"gain over vLLM defaults: {gain} ({base_note})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
