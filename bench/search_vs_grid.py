@@ -71,7 +71,8 @@ def main() -> int:
         key = json.dumps(point, sort_keys=True)
         if key in done:
             continue
-        res = run_trial(1000 + i, replace(base, **point), False, ctx, lambda m, i=i: print(f"[grid {i}] {m}", flush=True))
+        res = run_trial(1000 + i, replace(base, **point), False, ctx,
+                        lambda m, i=i: print(f"[grid {i}] {m}", flush=True))
         row = {"point": point, "state": res.state, "goodput_req_s": res.goodput_req_s, "slo_met": res.slo_met,
                "fail_reason": res.fail_reason}
         done[key] = row
