@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # Tune a Llama-3-8B-shaped model (random weights, --load-format dummy) on the H200 test machine.
 # Runs there, from the repo root, after vLLM 0.26.0 was brought over (../shared/gpu/README.md):
-#   bash scripts/gpu/h200-study.sh a30|h200 TRIALS TIME_BUDGET_S
+#   bash scripts/gpu/h200-study.sh a30|h200 TRIALS TIME_BUDGET_S HARD_LIMIT_S
 # a30: the A30's memory emulated on the H200 (gpu_memory_utilization rescaled; speed is the H200's),
 #      two servers resident (one starting while the other is measured); h200: the native profile.
 # The study resumes from results/h200-llama-3-8b-<target>/ when it is there, so work spreads over calls.
 set -euo pipefail
 target="${1:?usage: h200-study.sh a30|h200 TRIALS TIME_BUDGET_S}"
 trials="${2:-10}"
-budget="${3:-480}"
+budget="${3:-420}"   # no new trial starts once the mean trial would overrun this
+hard="${4:-540}"     # then SIGINT: finished trials are kept, servers stopped
 [ -d /tmp/gpusite/vllm ] || bash .gpu-stage/unpack.sh
 export PYTHONPATH="/tmp/gpusite:$PWD" HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1
 model=/tmp/models/llama-3-8b
 [ -f "$model/config.json" ] || python3 -m tuner.cli make-model --out "$model" --shape llama-3-8b --no-weights
 out="results/h200-llama-3-8b-$target"
 args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms"
-      --trials "$trials" --out "$out" --time-budget "$budget")
+      --trials "$trials" --out "$out" --time-budget "$budget" --level-seconds 8)
 [ -f "$out/study.db" ] && args+=(--resume)
 if [ "$target" = a30 ]; then
   args+=(--gpu a30 --emulate-on auto --overlap-startup)
@@ -24,7 +25,7 @@ else
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 set +e
-python3 -m tuner.cli "${args[@]}" 2>&1 | tee "/tmp/tune-$target.log"
+timeout --signal=INT --kill-after=30 "$hard" python3 -m tuner.cli "${args[@]}" 2>&1 | tee "/tmp/tune-$target.log"
 rc=${PIPESTATUS[0]}
 set -e
 echo "tune exit code: $rc"
