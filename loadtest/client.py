@@ -17,7 +17,6 @@ from loadtest import records as R
 from loadtest.records import Chunk, RequestRecord
 from loadtest.transport import Clock, Transport
 
-
 _decode = json.JSONDecoder().decode  # on str: skips json.loads' per-call encoding sniffing
 
 
