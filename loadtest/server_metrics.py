@@ -118,7 +118,7 @@ class Scraper:
                 if resp.status != 200:
                     self.available = False
                     return None
-                text = b"".join([line async for line in resp.lines()]).decode("utf-8", "replace")
+                text = b"\n".join([line async for line in resp.lines()]).decode("utf-8", "replace")
         except (OSError, TimeoutError):
             self.available = False
             return None

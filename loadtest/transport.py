@@ -47,7 +47,7 @@ class MonotonicClock:
 class Response(Protocol):
     status: int
 
-    def lines(self) -> AsyncIterator[bytes]: ...
+    def lines(self) -> AsyncIterator[bytes]: ...  # the body line by line, line ends optional
 
     async def read(self) -> bytes: ...
 
