@@ -153,7 +153,7 @@ class _Run:
             width = s.concurrency or max(1, math.ceil(s.rate or 1))
             records += await self.closed(s.warmup, None, min(width, s.warmup), 0, True)
         scraper = (
-            Scraper(self.transport, base_url(s.url) + "/metrics", self.clock)
+            Scraper(self.transport, base_url(s.url) + "/metrics")
             if s.scrape_server_metrics
             else None
         )
