@@ -10,6 +10,7 @@ first, closed loop, and are left out of the report. ``run_load`` is synchronous 
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import math
 import resource
@@ -189,9 +190,14 @@ async def run_load_async(
     else:
         assert session is not None
         transport = session
+    gc_was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()  # a cyclic-GC pause in the middle of a send or a read is latency we would measure
     try:
         return await _Run(spec, transport, clock).execute()
     finally:
+        if gc_was_enabled:
+            gc.enable()
         if own:
             await transport.aclose()  # type: ignore[attr-defined]
 
