@@ -69,8 +69,21 @@ class _AiohttpResponse:
         # Whole reads split here: ~3x less CPU than aiohttp's per-line readline, and every line of
         # one read gets the time the read completed (when its bytes had in fact all arrived).
         buf = b""
+        content = self._resp.content
+        conn = self._resp.connection
+        proto = conn.protocol if conn is not None else None
+        closed = proto.closed if proto is not None else None
+
+        def on_closed(_: object) -> None:
+            # aiohttp (3.14) leaves the reader waiting forever when the body's chunk framing is
+            # broken and the server then closes: wake it with an error instead.
+            if not content.is_eof():
+                content.set_exception(aiohttp.ClientPayloadError("connection closed mid-response"))
+
+        if closed is not None:
+            closed.add_done_callback(on_closed)
         try:
-            async for data in self._resp.content.iter_any():
+            async for data in content.iter_any():
                 if buf:
                     data = buf + data
                 *lines, buf = data.split(b"\n")
@@ -81,6 +94,9 @@ class _AiohttpResponse:
                 yield buf
         except aiohttp.ClientError as e:
             raise ConnectionResetError(f"{type(e).__name__}: {e}") from e
+        finally:
+            if closed is not None:
+                closed.remove_done_callback(on_closed)
 
     async def read(self) -> bytes:
         import aiohttp
