@@ -87,7 +87,17 @@ def get_json(url: str) -> Any:
         return json.loads(r.read())
 
 
-def run(spec: LoadSpec, transport: str = "aiohttp", loop: str = "asyncio") -> tuple[LoadReport, float, float]:
+def _default_loop() -> str:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"  # what loadtest.runner.run_load uses when it is installed
+
+
+def run(
+    spec: LoadSpec, transport: str = "aiohttp", loop: str = _default_loop()
+) -> tuple[LoadReport, float, float]:
     """Run one spec; returns the report, client CPU seconds and wall seconds of the run."""
 
     async def go() -> tuple[LoadReport, float, float]:
@@ -124,7 +134,7 @@ def accuracy(args: argparse.Namespace) -> None:
     finally:
         proc.kill()
     factory = PromptFactory(WL, seed=1, output_tokens=16)
-    ttft_err, tpot_err, ttft_vs_injected, lag = [], [], [], []
+    ttft_err, tpot_err, ttft_vs_injected, lag, up, down = [], [], [], [], [], []
     for rec in rep.records:
         s = stamps[factory.make(rec.index).prompt[:80]]
         ttft = (rec.chunks[0].t - rec.scheduled_at) * 1000
@@ -133,19 +143,23 @@ def accuracy(args: argparse.Namespace) -> None:
         tpot = (rec.done_at - rec.chunks[0].t) * 1000 / 15
         tpot_err.append(tpot - (s["done"] - s["first"]) * 1000 / 15)
         lag.append((rec.sent_at - rec.scheduled_at) * 1000)
+        up.append((s["got"] - rec.sent_at) * 1000)
+        down.append((rec.chunks[0].t - s["first"]) * 1000)
     print(
         f"\n1. accuracy: {args.requests} requests at {args.rate:g} req/s (Poisson), server TTFT "
         f"{args.ttft_ms:g} ms, TPOT {args.tpot_ms:g} ms, 16 tokens; ok={rep.requests_ok}"
     )
     for name, xs in (
         ("TTFT error vs server stamps", ttft_err),
+        ("  = schedule lag (send - scheduled)", lag),
+        ("  + send -> server has read request", up),
+        ("  + server wrote token -> client read", down),
         ("TPOT error vs server stamps", tpot_err),
-        ("schedule lag (send - scheduled)", lag),
         ("TTFT - injected delay", ttft_vs_injected),
     ):
         s = sorted(xs)
         print(
-            f"   {name:<34} p50 {percentile(s, 50):7.3f}  p99 {percentile(s, 99):7.3f}  max {s[-1]:7.3f} ms"
+            f"   {name:<38} p50 {percentile(s, 50):7.3f}  p99 {percentile(s, 99):7.3f}  max {s[-1]:7.3f} ms"
         )
     p99 = percentile(sorted(ttft_err), 99)
     print(f"   goal p99 TTFT error <= 1 ms: {'MET' if p99 is not None and p99 <= 1.0 else 'NOT met'}")

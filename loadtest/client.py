@@ -17,6 +17,8 @@ from loadtest import records as R
 from loadtest.records import Chunk, RequestRecord
 from loadtest.transport import Clock, Transport
 
+_decode = json.JSONDecoder().decode  # on str: skips json.loads' per-call encoding sniffing
+
 
 @dataclass(frozen=True)
 class Prepared:
@@ -123,7 +125,7 @@ async def _stream(transport, clock, url, body, timeout_s, chunks, state, record)
                 state["done"] = True
                 break
             try:
-                obj = json.loads(data)
+                obj = _decode(data.decode())
             except ValueError:
                 return record(R.MALFORMED, data[:200].decode("utf-8", "replace"))
             if not isinstance(obj, dict):

@@ -86,6 +86,8 @@ def parse_length(where: str, raw: Any, base_dir: Path | None = None) -> LengthDi
         v = _num(where, raw, "value", integer=True)
         return LengthDist("fixed", v, v)
     values: tuple[int, ...] = ()
+    lo_default: int | None
+    hi_default: int | None
     if kind == "empirical":
         values = _empirical(where, raw, base_dir)
         lo_default, hi_default = min(values), max(values)

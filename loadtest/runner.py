@@ -10,6 +10,7 @@ first, closed loop, and are left out of the report. ``run_load`` is synchronous 
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import math
 import resource
@@ -153,7 +154,7 @@ class _Run:
             width = s.concurrency or max(1, math.ceil(s.rate or 1))
             records += await self.closed(s.warmup, None, min(width, s.warmup), 0, True)
         scraper = (
-            Scraper(self.transport, base_url(s.url) + "/metrics", self.clock)
+            Scraper(self.transport, base_url(s.url) + "/metrics")
             if s.scrape_server_metrics
             else None
         )
@@ -189,9 +190,14 @@ async def run_load_async(
     else:
         assert session is not None
         transport = session
+    gc_was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()  # a cyclic-GC pause in the middle of a send or a read is latency we would measure
     try:
         return await _Run(spec, transport, clock).execute()
     finally:
+        if gc_was_enabled:
+            gc.enable()
         if own:
             await transport.aclose()  # type: ignore[attr-defined]
 

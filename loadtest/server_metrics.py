@@ -11,7 +11,7 @@ import asyncio
 import re
 from typing import Any
 
-from loadtest.transport import Clock, Transport
+from loadtest.transport import Transport
 
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 COUNTERS = {  # report key suffix -> metric names (first present wins)
@@ -104,8 +104,8 @@ def summarize(
 class Scraper:
     """Reads ``/metrics`` through the run's transport; polls gauges every ``interval_s`` (0.2 s) for peaks."""
 
-    def __init__(self, transport: Transport, metrics_url: str, clock: Clock, interval_s: float = 0.2) -> None:
-        self.transport, self.url, self.clock, self.interval = transport, metrics_url, clock, interval_s
+    def __init__(self, transport: Transport, metrics_url: str, interval_s: float = 0.2) -> None:
+        self.transport, self.url, self.interval = transport, metrics_url, interval_s
         self.peaks: dict[str, float] = {}
         self.available = True
         self._task: asyncio.Task[None] | None = None
@@ -118,7 +118,7 @@ class Scraper:
                 if resp.status != 200:
                     self.available = False
                     return None
-                text = b"".join([line async for line in resp.lines()]).decode("utf-8", "replace")
+                text = b"\n".join([line async for line in resp.lines()]).decode("utf-8", "replace")
         except (OSError, TimeoutError):
             self.available = False
             return None
@@ -134,7 +134,7 @@ class Scraper:
 
     async def _poll(self) -> None:
         while self.available:
-            await self.clock.sleep_until(self.clock.now() + self.interval)
+            await asyncio.sleep(self.interval)  # real time, whatever clock the run is timed with
             await self.scrape()
 
     def start(self) -> None:

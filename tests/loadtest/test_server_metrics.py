@@ -55,3 +55,44 @@ def test_spec_decode_acceptance() -> None:
     )
     assert s["spec_decode_acceptance_rate"] == pytest.approx(0.75)
     assert s["spec_decode_mean_accepted_per_draft"] == pytest.approx(3.0)
+
+
+def test_scraped_through_the_run_with_lines_without_newlines() -> None:
+    from loadtest.lengths import LengthDist
+    from loadtest.runner import LoadSpec, run_load
+    from loadtest.testing import FakeResponse, FakeTransport, ScriptedClock
+    from loadtest.workload import Workload
+
+    clock = ScriptedClock()
+    scrapes = iter([BEFORE, AFTER, AFTER, AFTER, AFTER, AFTER])
+
+    def handler(req):  # type: ignore[no-untyped-def]
+        if req.method == "GET":
+            return FakeResponse(200, [(0.0, line.encode()) for line in next(scrapes).splitlines()], clock)
+        return FakeResponse.stream(clock, [(0.1, 1), (0.01, 1)])
+
+    wl = Workload("t", LengthDist("fixed", 4, 4), LengthDist("fixed", 2, 2))
+    spec = LoadSpec(url="http://fake:1", model="m", workload=wl, concurrency=1, requests=2, probe=False)
+    r = run_load(spec, session=FakeTransport(handler, clock), clock=clock)
+    assert r.server["preemptions"] == 4 and r.server["prefix_cache_hit_rate"] == pytest.approx(0.25)
+
+
+def test_non_vllm_server_gives_empty_server_dict() -> None:
+    from loadtest.lengths import LengthDist
+    from loadtest.runner import LoadSpec, run_load
+    from loadtest.testing import FakeResponse, FakeTransport, ScriptedClock
+    from loadtest.workload import Workload
+
+    clock = ScriptedClock()
+
+    def handler(req):  # type: ignore[no-untyped-def]
+        if req.method == "GET":
+            return FakeResponse(404, [(0.0, b"not found")], clock)
+        return FakeResponse.stream(clock, [(0.1, 1), (0.01, 1)])
+
+    wl = Workload("t", LengthDist("fixed", 4, 4), LengthDist("fixed", 2, 2))
+    spec = LoadSpec(url="http://fake:1", model="m", workload=wl, concurrency=1, requests=2, probe=False)
+    t = FakeTransport(handler, clock)
+    r = run_load(spec, session=t, clock=clock)
+    assert r.server == {} and r.requests_ok == 2
+    assert sum(1 for q in t.requests if q.method == "GET") == 1  # gave up after the first 404

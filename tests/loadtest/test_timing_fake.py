@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import pytest
@@ -182,3 +183,16 @@ def test_warmup_is_excluded() -> None:
 def test_duration_mode_closed_loop_stops_sending() -> None:
     r, _ = run(lambda req, c: FakeResponse.stream(c, [(0.1, 1), (0.1, 1)]), requests=None, duration_s=1.0)
     assert r.requests_ok == 5  # 0.2 s each, one at a time, for 1 s
+
+
+class _Hanging(FakeResponse):
+    async def lines(self):  # type: ignore[no-untyped-def, override]
+        yield b'data: {"choices": [{"index": 0, "text": "a"}], "usage": {"completion_tokens": 1}}\n'
+        await asyncio.sleep(10)  # real time: the request's own timeout must end it
+        yield b"data: [DONE]\n"
+
+
+def test_timeout_is_a_failure_reason() -> None:
+    r, _ = run(lambda req, c: _Hanging(200, (), c), requests=2, timeout_s=0.05)
+    assert r.failures == {"timeout": 2} and r.requests_ok == 0
+    assert all(len(rec.chunks) == 1 for rec in r.records)  # what arrived before the timeout is kept
