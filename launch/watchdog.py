@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def watch_parent() -> None:
         try:
-            while sys.stdin.buffer.read(4096):  # the tuner never writes; data is ignored
+            while os.read(0, 4096):  # raw fd: no buffer lock held at exit; data is ignored
                 pass
         except OSError:
             pass
@@ -104,4 +104,7 @@ def _default_signals() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip interpreter finalisation: the stdin thread may still be blocked in read()
