@@ -47,11 +47,21 @@ shown = host
 if host in ("", "0.0.0.0", "::"):
     host = "127.0.0.1"
 base = "http://%s:%s" % ("[%s]" % host if ":" in host else host, port)
+def alive(pid):  # a zombie (exited, not yet reaped by whoever started launch.sh) is dead
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
 t0 = time.time()
 while True:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not alive(pid):
         sys.exit(1)
     try:
         with urllib.request.urlopen(base + "/health", timeout=2) as r:

@@ -3,7 +3,8 @@
     python parent_process.py dummy LOG_DIR           # watchdog + a child that forks a grandchild
     python parent_process.py vllm LOG_DIR MODEL PY NAME   # a real vLLM server via start_server
 
-Prints one JSON line {"pgid": ..., "pid": ...} once the server is up, then sleeps until killed.
+Prints one JSON line {"pgid": ..., "pid": ...} once the server is up, then waits until killed or
+until its stdin closes (so it cannot outlive a test run that was itself killed).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from launch.config import ServeConfig  # noqa: E402
-from launch.server import _spawn, start_server  # noqa: E402
+from launch.server import spawn_watched, start_server  # noqa: E402
 
 SLEEPER = ("import subprocess, time; subprocess.Popen(['sleep', '600']); print('child up', flush=True); "
            "time.sleep(600)")
@@ -25,7 +26,8 @@ SLEEPER = ("import subprocess, time; subprocess.Popen(['sleep', '600']); print('
 def main() -> None:
     mode, log_dir = sys.argv[1], Path(sys.argv[2])
     if mode == "dummy":
-        proc, _log, pidfile = _spawn([sys.executable, "-c", SLEEPER], dict(), log_dir / "dummy.log", 2.0)
+        proc, _log, pidfile = spawn_watched([sys.executable, "-c", SLEEPER], dict(), log_dir / "dummy.log",
+                                            2.0, on_orphan=["touch", str(log_dir / "cleanup-ran")])
         while not pidfile.exists():
             time.sleep(0.05)
         time.sleep(0.5)  # let the child fork its grandchild
@@ -35,7 +37,7 @@ def main() -> None:
         config = ServeConfig(model=model, served_model_name=name, max_model_len=512)
         server = start_server(config, python=python, log_dir=log_dir, warmup_requests=1, grace_s=5.0)
         print(json.dumps({"pgid": server.pgid, "pid": server.pid, "url": server.url}), flush=True)
-    time.sleep(3600)
+    sys.stdin.read()
 
 
 if __name__ == "__main__":

@@ -165,7 +165,7 @@ def test_kill_9_of_the_tuner_leaves_no_vllm_process(vllm_python: str, tiny_model
     with vllm_start_lock():
         parent = subprocess.Popen(
             [sys.executable, str(HERE / "parent_process.py"), "vllm", str(tmp_path), str(tiny_model),
-             vllm_python, name], stdout=subprocess.PIPE, text=True, env=cpu_env)
+             vllm_python, name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=cpu_env)
         assert parent.stdout is not None
         line = parent.stdout.readline()
     assert line, "the parent process failed to start a server"

@@ -28,7 +28,7 @@ def _wait_gone(pgid: int, timeout: float) -> list[int]:
 
 def _start_parent(tmp_path: Path) -> tuple[subprocess.Popen[str], dict[str, int]]:
     parent = subprocess.Popen([sys.executable, str(HERE / "parent_process.py"), "dummy", str(tmp_path)],
-                              stdout=subprocess.PIPE, text=True)
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert parent.stdout is not None
     info = json.loads(parent.stdout.readline())
     assert len(group_members(info["pgid"])) == 3  # watchdog, child, grandchild
@@ -40,6 +40,7 @@ def test_kill_9_of_parent_takes_the_whole_group_down(tmp_path: Path) -> None:
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
     assert _wait_gone(info["pgid"], timeout=15) == []  # grace 2 s in parent_process.py
+    assert (tmp_path / "cleanup-ran").exists()  # the --on-orphan command ran (Docker cleanup hook)
 
 
 def test_ctrl_c_of_parent_takes_the_whole_group_down(tmp_path: Path) -> None:
@@ -47,13 +48,15 @@ def test_ctrl_c_of_parent_takes_the_whole_group_down(tmp_path: Path) -> None:
     os.kill(parent.pid, signal.SIGINT)  # KeyboardInterrupt in the parent, which exits uncleanly
     parent.wait()
     assert _wait_gone(info["pgid"], timeout=15) == []
+    assert (tmp_path / "cleanup-ran").exists()
 
 
 def test_watchdog_reports_exit_code_and_cleans_leftovers(tmp_path: Path) -> None:
-    from launch.server import _spawn
+    from launch.server import spawn_watched
 
     script = "import subprocess, sys; subprocess.Popen(['sleep', '600']); sys.exit(3)"
-    proc, log, pidfile = _spawn([sys.executable, "-c", script], dict(os.environ), tmp_path / "x.log", 2.0)
+    proc, log, pidfile = spawn_watched([sys.executable, "-c", script], dict(os.environ), tmp_path / "x.log",
+                                       2.0)
     try:
         assert proc.wait(timeout=30) == 3
         assert _wait_gone(proc.pid, timeout=10) == []  # the orphaned `sleep` was killed
