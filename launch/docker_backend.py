@@ -27,9 +27,10 @@ import httpx
 from launch.classify import classify_failure
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure, LaunchInputError
+from launch.process import LOG_TAIL_BYTES, free_port, spawn_watched
 from launch.readback import ReadBack
 from launch.script import container_command, docker_image
-from launch.server import LOG_TAIL_BYTES, free_port, read_back, spawn_watched, wait_healthy, warm_up
+from launch.server import read_back, wait_healthy, warm_up
 from launch.vllm_info import VllmInfo
 
 CONTAINER_PORT = 8000

@@ -11,12 +11,9 @@ when the server exits, answers nothing before the timeout, or fails its warmup r
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,46 +25,11 @@ from launch.classify import classify_failure
 from launch.command import build_command
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
+from launch.process import LOG_TAIL_BYTES, free_port, group_members, read_log_tail, spawn_watched
 from launch.readback import ReadBack, parse_cache_config_info, parse_startup_log
 from launch.vllm_info import VllmInfo, probe_vllm
 
-WATCHDOG = Path(__file__).with_name("watchdog.py")
-LOG_TAIL_BYTES = 256 * 1024
 WARMUP_PROMPT = "Warm up the server before anything is measured."
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of process group ``pgid`` (Linux /proc)."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) "
-        if len(fields) > 2 and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
-            out.append(int(name))
-    return out
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def read_log_tail(path: Path, nbytes: int = LOG_TAIL_BYTES) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - nbytes))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 class ServerHandle(Protocol):
@@ -208,19 +170,6 @@ class LaunchedServer:
         return f"LaunchedServer({self.url}, pid={self.pid}, {state}, log={self.log_path})"
 
 
-def spawn_watched(argv: list[str], env: dict[str, str], log_path: Path, grace_s: float,
-                  on_orphan: list[str] | None = None) -> tuple[subprocess.Popen[bytes], IO[bytes], Path]:
-    """Run ``argv`` under the watchdog in a new session; output appended to ``log_path``."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_file = open(log_path, "ab")
-    pidfile = log_path.with_suffix(".pid")
-    cmd = [sys.executable, str(WATCHDOG), "--grace", str(grace_s), "--pidfile", str(pidfile),
-           "--on-orphan", json.dumps(on_orphan or []), "--", *argv]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
-                            env=env, start_new_session=True, close_fds=True)
-    return proc, log_file, pidfile
-
-
 def fail(server: ServerHandle, phase: str, returncode: int | None) -> LaunchFailure:
     """Classify the failure from the log tail, stop the server, return the LaunchFailure to raise."""
     tail = server.log_tail()
@@ -332,3 +281,7 @@ def start_server(config: ServeConfig, *, python: str, host: str = "127.0.0.1", p
             if e.reason != "port_in_use" or attempt + 1 == attempts:
                 raise
     raise AssertionError("unreachable")
+
+
+__all__ = ["LOG_TAIL_BYTES", "LaunchedServer", "ServerHandle", "fail", "free_port", "group_members",
+           "read_back", "read_log_tail", "spawn_watched", "start_server", "wait_healthy", "warm_up"]

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -23,9 +24,7 @@ pytestmark = pytest.mark.vllm
 
 
 def test_launch_sh_with_a_hostile_model_path(vllm_python: str, tiny_model: Path, cpu_env: dict[str, str],
-                                             tmp_path: Path) -> None:
-    from test_launch_server_e2e import vllm_start_lock
-
+                                             tmp_path: Path, vllm_start_lock: Callable) -> None:
     model = tmp_path / "it's my model $(touch pwned)"
     shutil.copytree(tiny_model, model)
     info = probe_vllm(vllm_python)

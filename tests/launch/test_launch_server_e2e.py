@@ -1,13 +1,9 @@
-"""End to end against real vLLM (the CPU build): four real server starts in this file.
-
-Every start holds /tmp/slotune-vllm.lock while it boots, so concurrent test runs on a shared
-machine do not all compile at once.
-"""
+"""End to end against real vLLM (the CPU build): four real server starts in this file (one
+more in test_launch_script_e2e.py). Every start holds /tmp/slotune-vllm.lock while it boots, so
+test runs on a shared machine do not all compile at once."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import signal
@@ -15,7 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,16 +25,6 @@ from launch.vllm_info import probe_vllm
 
 pytestmark = pytest.mark.vllm
 HERE = Path(__file__).parent
-
-
-@contextlib.contextmanager
-def vllm_start_lock() -> Iterator[None]:
-    with open("/tmp/slotune-vllm.lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def procs_mentioning(token: str) -> list[int]:
@@ -75,7 +61,7 @@ def kv_bytes_per_token(model_dir: Path) -> int:
 
 class TestGoodStart:
     @pytest.fixture(scope="class")
-    def server(self, vllm_python: str, tiny_model: Path, cpu_env: dict[str, str],
+    def server(self, vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], vllm_start_lock: Callable,
                tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedServer]:
         config = ServeConfig(model=str(tiny_model), served_model_name="tiny", max_model_len=1024,
                              max_num_seqs=8, enable_prefix_caching=False)
@@ -133,7 +119,7 @@ def test_unknown_flag_is_rejected_before_launch(vllm_python: str, tiny_model: Pa
 
 
 def test_max_model_len_that_cannot_fit_the_kv_space(vllm_python: str, cpu_env: dict[str, str],
-                                                     tmp_path: Path) -> None:
+                                                     tmp_path: Path, vllm_start_lock: Callable) -> None:
     from tuner.synthetic import write_model
 
     model = write_model(tmp_path / "long-ctx", "llama-tiny", max_position_embeddings=1 << 22)
@@ -148,7 +134,7 @@ def test_max_model_len_that_cannot_fit_the_kv_space(vllm_python: str, cpu_env: d
 
 
 def test_startup_timeout_kills_everything(vllm_python: str, tiny_model: Path, cpu_env: dict[str, str],
-                                          tmp_path: Path) -> None:
+                                          tmp_path: Path, vllm_start_lock: Callable) -> None:
     name = f"slow-{uuid.uuid4().hex[:8]}"
     seen: list[str] = []
     with vllm_start_lock(), pytest.raises(LaunchFailure) as e:
@@ -160,7 +146,8 @@ def test_startup_timeout_kills_everything(vllm_python: str, tiny_model: Path, cp
 
 
 def test_kill_9_of_the_tuner_leaves_no_vllm_process(vllm_python: str, tiny_model: Path,
-                                                    cpu_env: dict[str, str], tmp_path: Path) -> None:
+                                                    cpu_env: dict[str, str], tmp_path: Path,
+                                                    vllm_start_lock: Callable) -> None:
     name = f"orphan-{uuid.uuid4().hex[:8]}"
     with vllm_start_lock():
         parent = subprocess.Popen(
