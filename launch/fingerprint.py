@@ -1,49 +1,93 @@
-"""model_fingerprint: a hash of what a model *is* — config, tokenizer, weights index and weight bytes —
-so a same-shape weight change is detected. Cached by (path, size, mtime_ns) per file."""
+"""A model directory's fingerprint: sha256 over the files that decide what the server computes.
+
+Covered (top level of the directory): every ``*.json`` (config, generation config, tokenizer
+config, weights index, quantization config), tokenizer files, remote code (``*.py``) and the
+*contents* of every weight file (``*.safetensors``, ``*.bin``, ``*.pt``, ``*.pth``, ``*.gguf``),
+so re-quantizing or fine-tuning into same-shaped weights changes it. Not covered: README, images,
+subdirectories (e.g. Meta's ``original/`` checkpoint copy).
+
+``hash_model_dir`` is standard library only: launch.sh embeds its source so a serving host
+without slotune computes the same value. ``model_fingerprint`` wraps it with a per-file cache
+keyed by (absolute path, size, mtime_ns) in ``$SLOTUNE_CACHE_DIR/file-digests.json``, so a 15 GB
+model is read once and later calls stat it only.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-CACHE = Path(os.environ.get("SLOTUNE_CACHE", Path.home() / ".cache" / "slotune")) / "fingerprints.json"
-META = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model",
-        "special_tokens_map.json", "vocab.json", "merges.txt", "model.safetensors.index.json",
-        "pytorch_model.bin.index.json", "quantization_config.json")
-WEIGHTS = ("*.safetensors", "*.bin", "*.pt", "*.gguf")
+from launch.vllm_info import cache_dir
 
 
-def _file_hash(path: Path, cache: dict[str, str]) -> str:
-    st = path.stat()
-    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    if key not in cache:
+def hash_model_dir(model_dir: str, file_digest: Callable[[str], str] | None = None) -> str:
+    """sha256 hex over (name, size, content digest) of the model's relevant files, sorted by name."""
+    import hashlib
+
+    def content_digest(path: str) -> str:
         h = hashlib.sha256()
-        with path.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 22), b""):
-                h.update(chunk)
-        cache[key] = h.hexdigest()
-    return cache[key]
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        return h.hexdigest()
+
+    suffixes = (".json", ".safetensors", ".bin", ".pt", ".pth", ".gguf", ".model", ".tiktoken",
+                ".txt", ".jinja", ".py")
+    digest = file_digest or content_digest
+    names = sorted(n for n in os.listdir(model_dir)
+                   if n.endswith(suffixes) and not n.startswith(".")
+                   and os.path.isfile(os.path.join(model_dir, n)))
+    if not any(n == "config.json" for n in names):
+        raise FileNotFoundError(f"{model_dir} has no config.json: not a model directory")
+    total = hashlib.sha256(b"slotune-model-fingerprint-v1\n")
+    for name in names:
+        path = os.path.join(model_dir, name)
+        total.update(f"{name}\0{os.path.getsize(path)}\0{digest(path)}\n".encode())
+    return total.hexdigest()
+
+
+class _DigestCache:
+    """Per-file content digests remembered by (path, size, mtime_ns)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.entries: dict[str, list[object]] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            self.entries = {}
+        self.dirty = False
+
+    def digest(self, file: str) -> str:
+        import hashlib
+
+        st = os.stat(file)
+        key = os.path.abspath(file)
+        hit = self.entries.get(key)
+        if hit is not None and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
+            return str(hit[2])
+        h = hashlib.sha256()
+        with open(file, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        self.entries[key] = [st.st_size, st.st_mtime_ns, h.hexdigest()]
+        self.dirty = True
+        return h.hexdigest()
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(self.entries))
+        tmp.replace(self.path)
 
 
 def model_fingerprint(model_dir: str | Path) -> str:
-    """sha256 over the model's metadata files and weight files (name + content)."""
-    root = Path(model_dir)
+    """``hash_model_dir`` with cached per-file digests; raises FileNotFoundError without config.json."""
+    cache = _DigestCache(cache_dir() / "file-digests.json")
     try:
-        cache = json.loads(CACHE.read_text())
-    except (OSError, ValueError):
-        cache = {}
-    files = [root / n for n in META if (root / n).is_file()]
-    files += sorted({p for pattern in WEIGHTS for p in root.glob(pattern) if p.is_file()})
-    h = hashlib.sha256()
-    for path in files:
-        h.update(path.name.encode() + b"\0" + _file_hash(path, cache).encode() + b"\n")
-    try:
-        CACHE.parent.mkdir(parents=True, exist_ok=True)
-        tmp = CACHE.with_suffix(".tmp")
-        tmp.write_text(json.dumps(cache))
-        os.replace(tmp, CACHE)
-    except OSError:
-        pass  # the cache only saves time
-    return "sha256:" + h.hexdigest()
+        return hash_model_dir(str(model_dir), cache.digest)
+    finally:
+        cache.save()

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import httpx
 
@@ -27,50 +25,28 @@ from launch.classify import classify_failure
 from launch.command import build_command
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
+from launch.process import LOG_TAIL_BYTES, free_port, group_members, read_log_tail, spawn_watched
 from launch.readback import ReadBack, parse_cache_config_info, parse_startup_log
 from launch.vllm_info import VllmInfo, probe_vllm
 
-WATCHDOG = Path(__file__).with_name("watchdog.py")
-LOG_TAIL_BYTES = 256 * 1024
 WARMUP_PROMPT = "Warm up the server before anything is measured."
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of process group ``pgid`` (Linux /proc)."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) "
-        if len(fields) > 2 and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
-            out.append(int(name))
-    return out
+class ServerHandle(Protocol):
+    """What the health wait, warmup and read-back need: LaunchedServer and DockerServer both fit."""
+
+    config: ServeConfig
+    url: str
+    log_path: Path
+
+    def returncode(self) -> int | None: ...
+    def log_tail(self, nbytes: int = LOG_TAIL_BYTES) -> str: ...
+    def stop(self, grace_s: float | None = None) -> None: ...
+    def metrics_text(self, timeout: float = 10.0) -> str: ...
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def read_log_tail(path: Path, nbytes: int = LOG_TAIL_BYTES) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - nbytes))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _last_log_line(path: Path) -> str:
-    for line in reversed(read_log_tail(path, 8192).splitlines()):
+def _last_log_line(server: ServerHandle) -> str:
+    for line in reversed(server.log_tail(8192).splitlines()):
         line = line.strip()
         if line and "Warning" not in line and "warnings.warn" not in line:
             return line[:160]
@@ -194,32 +170,22 @@ class LaunchedServer:
         return f"LaunchedServer({self.url}, pid={self.pid}, {state}, log={self.log_path})"
 
 
-def _spawn(argv: list[str], env: dict[str, str], log_path: Path, grace_s: float
-           ) -> tuple[subprocess.Popen[bytes], IO[bytes], Path]:
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_file = open(log_path, "ab")
-    pidfile = log_path.with_suffix(".pid")
-    cmd = [sys.executable, str(WATCHDOG), "--grace", str(grace_s), "--pidfile", str(pidfile), "--", *argv]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
-                            env=env, start_new_session=True, close_fds=True)
-    return proc, log_file, pidfile
-
-
-def _fail(server: LaunchedServer, phase: str, returncode: int | None) -> LaunchFailure:
+def fail(server: ServerHandle, phase: str, returncode: int | None) -> LaunchFailure:
+    """Classify the failure from the log tail, stop the server, return the LaunchFailure to raise."""
     tail = server.log_tail()
     reason, message = classify_failure(tail, returncode, phase)
     server.stop(grace_s=5.0)
     return LaunchFailure(reason, f"{message} (log: {server.log_path})", tail[-8000:])
 
 
-def _wait_healthy(server: LaunchedServer, timeout_s: float,
+def wait_healthy(server: ServerHandle, timeout_s: float,
                   on_progress: Callable[[str], None] | None, t0: float) -> None:
     next_report = t0 + 10.0
     with httpx.Client(timeout=2.0) as client:
         while True:
             rc = server.returncode()
             if rc is not None:
-                raise _fail(server, "startup", rc)
+                raise fail(server, "startup", rc)
             try:
                 if client.get(f"{server.url}/health").status_code == 200:
                     return
@@ -227,14 +193,14 @@ def _wait_healthy(server: LaunchedServer, timeout_s: float,
                 pass
             now = time.monotonic()
             if now - t0 > timeout_s:
-                raise _fail(server, "startup", None)
+                raise fail(server, "startup", None)
             if on_progress is not None and now >= next_report:
-                on_progress(f"vLLM starting ({now - t0:.0f} s): {_last_log_line(server.log_path)}")
+                on_progress(f"vLLM starting ({now - t0:.0f} s): {_last_log_line(server)}")
                 next_report = now + 10.0
             time.sleep(0.5)
 
 
-def warm_up(server: LaunchedServer, n: int, timeout_s: float = 300.0) -> None:
+def warm_up(server: ServerHandle, n: int, timeout_s: float = 300.0) -> None:
     """``n`` short completions, one after another; a cold first request is slow."""
     body: dict[str, Any] = {"model": server.config.name, "prompt": WARMUP_PROMPT, "max_tokens": 8,
                             "temperature": 0.0}
@@ -249,14 +215,14 @@ def warm_up(server: LaunchedServer, n: int, timeout_s: float = 300.0) -> None:
                     continue
                 problem = f"warmup request {i + 1}/{n} got HTTP {r.status_code}: {r.text[:300]}"
             rc = server.returncode()
-            failure = _fail(server, "warmup", rc)
+            failure = fail(server, "warmup", rc)
             if rc is None and failure.reason == "warmup_failed":
                 failure = LaunchFailure("warmup_failed", f"{problem} (log: {server.log_path})",
                                         failure.log_tail)
             raise failure
 
 
-def read_back(server: LaunchedServer) -> ReadBack:
+def read_back(server: ServerHandle) -> ReadBack:
     """/metrics cache_config_info, completed from the startup log."""
     from_log = parse_startup_log(server.log_tail(4 * LOG_TAIL_BYTES))
     try:
@@ -273,13 +239,13 @@ def _start_once(config: ServeConfig, info: VllmInfo, *, host: str, port: int, lo
     env = {**(os.environ if base_env is None else base_env), **env_add}
     log_path = Path(log_dir) / f"vllm-{time.strftime('%Y%m%d-%H%M%S')}-{port}.log"
     t0 = time.monotonic()
-    proc, log_file, pidfile = _spawn(argv, env, log_path, grace_s)
+    proc, log_file, pidfile = spawn_watched(argv, env, log_path, grace_s)
     server = LaunchedServer(config=config, info=info, host=host, port=port, log_path=log_path,
                             proc=proc, log_file=log_file, pidfile=pidfile, grace_s=grace_s)
     try:
         if on_progress is not None:
             on_progress(f"starting vLLM {info.version} on {server.url} (log: {log_path})")
-        _wait_healthy(server, startup_timeout_s, on_progress, t0)
+        wait_healthy(server, startup_timeout_s, on_progress, t0)
         if on_progress is not None:
             on_progress(f"vLLM healthy after {time.monotonic() - t0:.0f} s; "
                         f"{warmup_requests} warmup request(s)")
@@ -315,3 +281,7 @@ def start_server(config: ServeConfig, *, python: str, host: str = "127.0.0.1", p
             if e.reason != "port_in_use" or attempt + 1 == attempts:
                 raise
     raise AssertionError("unreachable")
+
+
+__all__ = ["LOG_TAIL_BYTES", "LaunchedServer", "ServerHandle", "fail", "free_port", "group_members",
+           "read_back", "read_log_tail", "spawn_watched", "start_server", "wait_healthy", "warm_up"]

@@ -17,6 +17,7 @@ and must not depend on how the tuner's package is installed.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -51,9 +52,14 @@ def _kill_others(pgid: int, sig: int) -> None:
             pass
 
 
-def _orphaned(child: subprocess.Popen[bytes], pgid: int, grace: float) -> None:
-    """The tuner is gone: terminate the group, then kill it (and this watchdog)."""
+def _orphaned(child: subprocess.Popen[bytes], pgid: int, grace: float, on_orphan: list[str]) -> None:
+    """The tuner is gone: run the cleanup command, terminate the group, then kill it (and us)."""
     print(f"[slotune-watchdog] parent gone; stopping server group {pgid}", file=sys.stderr, flush=True)
+    if on_orphan:
+        try:
+            subprocess.run(on_orphan, stdin=subprocess.DEVNULL, timeout=max(grace, 30.0), check=False)
+        except (OSError, subprocess.SubprocessError) as e:
+            print(f"[slotune-watchdog] cleanup {on_orphan!r} failed: {e!r}", file=sys.stderr, flush=True)
     try:
         os.killpg(pgid, signal.SIGTERM)  # this process ignores SIGTERM
     except ProcessLookupError:
@@ -68,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--grace", type=float, default=10.0)
     ap.add_argument("--pidfile", default=None)
+    ap.add_argument("--on-orphan", default="[]", help="JSON argv run first when the parent is gone "
+                    "(e.g. removing a Docker container, which is not in this process group)")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -86,11 +94,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def watch_parent() -> None:
         try:
-            while sys.stdin.buffer.read(4096):  # the tuner never writes; data is ignored
+            while os.read(0, 4096):  # raw fd: no buffer lock held at exit; data is ignored
                 pass
         except OSError:
             pass
-        _orphaned(child, pgid, args.grace)
+        _orphaned(child, pgid, args.grace, json.loads(args.on_orphan))
 
     threading.Thread(target=watch_parent, daemon=True).start()
     rc = child.wait()
@@ -104,4 +112,7 @@ def _default_signals() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip interpreter finalisation: the stdin thread may still be blocked in read()

@@ -1,0 +1,139 @@
+"""launch.sh: rendered, syntax-checked, and run with a stand-in interpreter that prints the argv it
+would exec (fast). The real start of launch.sh against vLLM is in test_launch_script_e2e.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from launch.config import ServeConfig
+from launch.fingerprint import model_fingerprint
+from launch.script import docker_run_command, render_launch_script, write_launch_script
+
+HOSTILE = ["my model", "it's \"quoted\"", "$(touch pwned)", "`touch pwned2`", "semi;colon & amp", "new\nline"]
+
+
+def _model(tmp_path: Path, name: str) -> Path:
+    d = tmp_path / name
+    d.mkdir(parents=True)
+    (d / "config.json").write_text('{"model_type": "llama"}')
+    (d / "model.safetensors").write_bytes(b"\x00" * 64)
+    return d
+
+
+@pytest.fixture
+def fake_python(tmp_path: Path) -> Path:
+    """Runs stdin scripts with the real interpreter (version check, fingerprint, watcher) but
+    prints the server argv as JSON instead of starting vLLM."""
+    path = tmp_path / "bin" / "fakepy"
+    path.parent.mkdir()
+    path.write_text(f"""#!/bin/sh
+if [ "$1" = "-m" ]; then exec {sys.executable} -c 'import json, os, sys
+print("ARGV " + json.dumps(sys.argv[1:]))
+print("ENV " + json.dumps({{k: os.environ.get(k) for k in ("PYTORCH_CUDA_ALLOC_CONF", "X_TUNED")}}))' "$@"; fi
+exec {sys.executable} "$@"
+""")
+    path.chmod(0o755)
+    return path
+
+
+def _run(script: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {"PATH": os.environ["PATH"], **env}
+    return subprocess.run(["bash", str(script)], cwd=cwd, env=full, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("version", ["0.26.0", "0.32.0", "0.33.0"])
+def test_renders_valid_bash_for_every_release(make_info, tmp_path: Path, version: str) -> None:
+    cfg = ServeConfig(model="x", max_model_len=4096, enable_prefix_caching=False, enforce_eager=True,
+                      speculative_method="ngram", num_speculative_tokens=3,
+                      extra_args=("--max-logprobs", "5"))
+    script = tmp_path / "launch.sh"
+    for hostile in HOSTILE:
+        write_launch_script(script, cfg, make_info(version), fingerprint="f" * 64, model_dir=f"/m/{hostile}",
+                            note=f"SLO ttft_p95=2s\n{hostile}")
+        r = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert r.returncode == 0, (hostile, r.stderr)
+        text = script.read_text()
+        assert text.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in text
+        assert os.access(script, os.X_OK)
+
+
+def test_hostile_paths_stay_literal(make_info, fake_python: Path, tmp_path: Path, vllm_python: str) -> None:
+    from launch.vllm_info import probe_vllm
+
+    info = replace(probe_vllm(vllm_python), python="/nonexistent/python")  # VLLM_PYTHON overrides it
+    for i, hostile in enumerate(HOSTILE):
+        model = _model(tmp_path, f"case{i}/{hostile}")
+        cfg = ServeConfig(model=str(model), max_model_len=2048).with_env(X_TUNED="a b $(touch pwned)")
+        script = write_launch_script(tmp_path / "launch.sh", cfg, info, fingerprint=model_fingerprint(model),
+                                     model_dir=str(model))
+        r = _run(script, tmp_path, VLLM_PYTHON=str(fake_python), PORT="8765", HOST="0.0.0.0")
+        assert r.returncode == 0, r.stderr
+        argv = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("ARGV "))[5:])
+        assert argv[argv.index("--model") + 1] == str(model)
+        assert argv[argv.index("--port") + 1] == "8765" and argv[argv.index("--host") + 1] == "0.0.0.0"
+        env = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("ENV "))[4:])
+        assert env["X_TUNED"] == "a b $(touch pwned)"
+        assert not list(tmp_path.rglob("pwned*")), "a $(...) or `...` in a path was executed"
+
+
+def test_defaults_version_check_and_fingerprint(fake_python: Path, tmp_path: Path, vllm_python: str) -> None:
+    from launch.vllm_info import probe_vllm
+
+    real = probe_vllm(vllm_python)
+    model = _model(tmp_path, "m")
+    cfg = ServeConfig(model=str(model))
+    fp = model_fingerprint(model)
+    ok = write_launch_script(tmp_path / "ok.sh", cfg, real, fingerprint=fp, model_dir=str(model))
+    r = _run(ok, tmp_path, VLLM_PYTHON=str(fake_python))
+    argv = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("ARGV "))[5:])
+    assert argv[argv.index("--host") + 1] == "127.0.0.1" and argv[argv.index("--port") + 1] == "8000"
+
+    old = write_launch_script(tmp_path / "old.sh", cfg, replace(real, version="0.26.0"), fingerprint=fp,
+                              model_dir=str(model))
+    r = _run(old, tmp_path, VLLM_PYTHON=str(fake_python))
+    assert r.returncode == 3 and "tuned with vLLM 0.26.0" in r.stderr and "FORCE=1" in r.stderr
+    r = _run(old, tmp_path, VLLM_PYTHON=str(fake_python), FORCE="1")
+    assert r.returncode == 0 and "WARNING" in r.stderr and "ARGV" in r.stdout
+
+    (model / "model.safetensors").write_bytes(b"\x01" + b"\x00" * 63)  # same size, new weights
+    r = _run(ok, tmp_path, VLLM_PYTHON=str(fake_python))
+    assert r.returncode == 4 and "changed since tuning" in r.stderr
+    r = _run(ok, tmp_path, VLLM_PYTHON=str(fake_python), VERIFY_MODEL="0")
+    assert r.returncode == 0 and "VERIFY_MODEL=0" in r.stderr
+
+    r = _run(ok, tmp_path, VLLM_PYTHON=str(tmp_path / "no-python-here"))
+    assert r.returncode == 2 and "cannot report a vLLM version" in r.stderr
+
+
+def test_uses_the_tuned_interpreter_by_default(make_info, tmp_path: Path) -> None:
+    info = make_info("0.32.0", python="/opt/tuned venv/bin/python")
+    text = render_launch_script(ServeConfig(model="m"), info, fingerprint="x", model_dir="/m")
+    assert "TUNED_PYTHON='/opt/tuned venv/bin/python'" in text
+    assert 'VLLM_PYTHON="${VLLM_PYTHON:-$TUNED_PYTHON}"' in text
+    assert 'exec "$VLLM_PYTHON" -m vllm.entrypoints.openai.api_server' in text
+
+
+def test_gpu_env_is_exported(make_info) -> None:
+    text = render_launch_script(ServeConfig(model="m"), make_info("0.26.0", platform="cuda"), fingerprint="x",
+                                model_dir="/m")
+    assert "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in text
+
+
+def test_docker_run_command(make_info) -> None:
+    cfg = ServeConfig(model="/data/my model", max_model_len=4096)
+    cmd = docker_run_command(cfg, make_info("0.26.0"), port=9000)
+    assert cmd.startswith("docker run --rm --ipc=host --gpus all -p 127.0.0.1:9000:8000")
+    assert "-v '/data/my model:/model:ro'" in cmd and "--entrypoint python3 vllm/vllm-openai:v0.26.0" in cmd
+    assert "-e PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in cmd
+    assert "--model /model --served-model-name '/data/my model' --max-model-len 4096" in cmd
+    if shutil.which("bash"):
+        assert subprocess.run(["bash", "-n", "-c", cmd]).returncode == 0

@@ -1,0 +1,165 @@
+"""End to end against real vLLM (the CPU build): four real server starts in this file (one
+more in test_launch_script_e2e.py). Every start holds /tmp/slotune-vllm.lock while it boots, so
+test runs on a shared machine do not all compile at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import pytest
+
+from launch.config import ServeConfig
+from launch.errors import LaunchFailure, LaunchInputError
+from launch.server import LaunchedServer, group_members, start_server
+from launch.vllm_info import probe_vllm
+
+pytestmark = pytest.mark.vllm
+HERE = Path(__file__).parent
+
+
+def procs_mentioning(token: str) -> list[int]:
+    """PIDs whose command line contains ``token`` (a unique served model name)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            cmd = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if token in cmd and state not in ("Z", "X"):
+            out.append(int(name))
+    return out
+
+
+def wait_until_gone(token: str, pgid: int | None, timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = sorted(set(procs_mentioning(token)) | set(group_members(pgid) if pgid else []))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
+def kv_bytes_per_token(model_dir: Path) -> int:
+    cfg = json.loads((model_dir / "config.json").read_text())
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    dtype_bytes = {"bfloat16": 2, "float16": 2, "float32": 4}[cfg["torch_dtype"]]
+    return 2 * cfg["num_hidden_layers"] * cfg["num_key_value_heads"] * head_dim * dtype_bytes
+
+
+class TestGoodStart:
+    @pytest.fixture(scope="class")
+    def server(self, vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], vllm_start_lock: Callable,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedServer]:
+        config = ServeConfig(model=str(tiny_model), served_model_name="tiny", max_model_len=1024,
+                             max_num_seqs=8, enable_prefix_caching=False)
+        progress: list[str] = []
+        with vllm_start_lock():
+            server = start_server(config, python=vllm_python, log_dir=tmp_path_factory.mktemp("logs"),
+                                  base_env=cpu_env, on_progress=progress.append, startup_timeout_s=400)
+        server.progress = progress  # type: ignore[attr-defined]
+        with server:
+            yield server
+
+    def test_up_warmed_and_read_back(self, server: LaunchedServer, tiny_model: Path,
+                                     cpu_env: dict[str, str]) -> None:
+        assert server.alive() and server.url == f"http://127.0.0.1:{server.port}"
+        assert server.pid != server.pgid and server.pid in group_members(server.pgid)
+        assert server.startup_s > 0 and server.log_path.exists()
+        assert server.progress[0].startswith("starting vLLM")  # type: ignore[attr-defined]
+        assert server.log_path.read_text().count("POST /v1/completions") == 2  # the warmup requests
+        space = int(cpu_env["VLLM_CPU_KVCACHE_SPACE"]) << 30
+        rb = server.readback
+        assert rb.kv_cache_memory_bytes == space
+        expected_tokens = space // kv_bytes_per_token(tiny_model)
+        assert rb.kv_cache_size_tokens is not None and rb.block_size is not None
+        assert abs(rb.kv_cache_size_tokens - expected_tokens) < rb.block_size
+        assert rb.num_gpu_blocks == rb.kv_cache_size_tokens // rb.block_size
+        assert rb.max_model_len == 1024
+        assert rb.max_concurrency == pytest.approx(rb.kv_cache_size_tokens / 1024)
+
+    def test_serves_completions(self, server: LaunchedServer) -> None:
+        r = httpx.post(f"{server.url}/v1/completions", timeout=60,
+                       json={"model": "tiny", "prompt": "w1 w2 w3", "max_tokens": 5, "ignore_eos": True})
+        assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
+        assert server.failure() is None
+
+    def test_stop_is_complete_and_idempotent(self, server: LaunchedServer) -> None:
+        pgid = server.pgid
+        assert len(group_members(pgid)) >= 3  # watchdog, API server, EngineCore (+ workers)
+        server.stop()
+        assert group_members(pgid) == [] and not server.alive()
+        server.stop()  # second call: no error, nothing to do
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(f"{server.url}/health", timeout=2)
+
+
+def test_unknown_flag_is_rejected_before_launch(vllm_python: str, tiny_model: Path, tmp_path: Path) -> None:
+    config = ServeConfig(model=str(tiny_model), extra_args=("--no-such-flag", "1"))
+    with pytest.raises(LaunchInputError, match=r"has no flag --no-such-flag"):
+        start_server(config, python=vllm_python, log_dir=tmp_path)
+    info = probe_vllm(vllm_python)
+    older = replace(info, flags=info.flags - {"--kv-cache-memory-bytes"})
+    with pytest.raises(LaunchInputError, match=rf"vLLM {info.version} .*--kv-cache-memory-bytes"):
+        start_server(ServeConfig(model=str(tiny_model), kv_cache_memory_bytes=1 << 30), python=vllm_python,
+                     log_dir=tmp_path, info=older)
+    assert list(tmp_path.iterdir()) == []  # no log: nothing was started
+
+
+def test_max_model_len_that_cannot_fit_the_kv_space(vllm_python: str, cpu_env: dict[str, str],
+                                                     tmp_path: Path, vllm_start_lock: Callable) -> None:
+    from tuner.synthetic import write_model
+
+    model = write_model(tmp_path / "long-ctx", "llama-tiny", max_position_embeddings=1 << 22)
+    tokens_in_space = (int(cpu_env["VLLM_CPU_KVCACHE_SPACE"]) << 30) // kv_bytes_per_token(model)
+    name = f"too-long-{uuid.uuid4().hex[:8]}"
+    config = ServeConfig(model=str(model), served_model_name=name, max_model_len=2 * tokens_in_space)
+    with vllm_start_lock(), pytest.raises(LaunchFailure) as e:
+        start_server(config, python=vllm_python, log_dir=tmp_path / "logs", base_env=cpu_env)
+    assert e.value.reason == "kv_cache_too_small_for_max_model_len", str(e.value)
+    assert f"max seq len ({2 * tokens_in_space})" in e.value.detail and e.value.log_tail
+    assert wait_until_gone(name, None, timeout=10) == []
+
+
+def test_startup_timeout_kills_everything(vllm_python: str, tiny_model: Path, cpu_env: dict[str, str],
+                                          tmp_path: Path, vllm_start_lock: Callable) -> None:
+    name = f"slow-{uuid.uuid4().hex[:8]}"
+    seen: list[str] = []
+    with vllm_start_lock(), pytest.raises(LaunchFailure) as e:
+        start_server(ServeConfig(model=str(tiny_model), served_model_name=name), python=vllm_python,
+                     log_dir=tmp_path, base_env=cpu_env, startup_timeout_s=15, on_progress=seen.append)
+    assert e.value.reason == "startup_timeout", str(e.value)
+    assert any("vLLM starting (1" in s for s in seen)  # progress every 10 s
+    assert wait_until_gone(name, None, timeout=10) == []
+
+
+def test_kill_9_of_the_tuner_leaves_no_vllm_process(vllm_python: str, tiny_model: Path,
+                                                    cpu_env: dict[str, str], tmp_path: Path,
+                                                    vllm_start_lock: Callable) -> None:
+    name = f"orphan-{uuid.uuid4().hex[:8]}"
+    with vllm_start_lock():
+        parent = subprocess.Popen(
+            [sys.executable, str(HERE / "parent_process.py"), "vllm", str(tmp_path), str(tiny_model),
+             vllm_python, name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=cpu_env)
+        assert parent.stdout is not None
+        line = parent.stdout.readline()
+    assert line, "the parent process failed to start a server"
+    up = json.loads(line)
+    assert len(group_members(up["pgid"])) >= 3 and len(procs_mentioning(name)) >= 2
+    assert httpx.get(f"{up['url']}/health", timeout=5).status_code == 200
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    left = wait_until_gone(name, up["pgid"], timeout=30)  # grace 5 s, then SIGKILL
+    assert left == [], f"survivors: {left}"

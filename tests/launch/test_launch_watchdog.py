@@ -1,0 +1,66 @@
+"""The watchdog on its own, with a child that forks a grandchild (no vLLM: fast). The same
+guarantee with a real vLLM server is in test_launch_server_e2e.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from launch.server import group_members
+
+HERE = Path(__file__).parent
+
+
+def _wait_gone(pgid: int, timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = group_members(pgid)
+        if not left:
+            return []
+        time.sleep(0.1)
+    return group_members(pgid)
+
+
+def _start_parent(tmp_path: Path) -> tuple[subprocess.Popen[str], dict[str, int]]:
+    parent = subprocess.Popen([sys.executable, str(HERE / "parent_process.py"), "dummy", str(tmp_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    info = json.loads(parent.stdout.readline())
+    assert len(group_members(info["pgid"])) == 3  # watchdog, child, grandchild
+    return parent, info
+
+
+def test_kill_9_of_parent_takes_the_whole_group_down(tmp_path: Path) -> None:
+    parent, info = _start_parent(tmp_path)
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    assert _wait_gone(info["pgid"], timeout=15) == []  # grace 2 s in parent_process.py
+    assert (tmp_path / "cleanup-ran").exists()  # the --on-orphan command ran (Docker cleanup hook)
+
+
+def test_ctrl_c_of_parent_takes_the_whole_group_down(tmp_path: Path) -> None:
+    parent, info = _start_parent(tmp_path)
+    os.kill(parent.pid, signal.SIGINT)  # KeyboardInterrupt in the parent, which exits uncleanly
+    parent.wait()
+    assert _wait_gone(info["pgid"], timeout=15) == []
+    assert (tmp_path / "cleanup-ran").exists()
+
+
+def test_watchdog_reports_exit_code_and_cleans_leftovers(tmp_path: Path) -> None:
+    from launch.server import spawn_watched
+
+    script = "import subprocess, sys; subprocess.Popen(['sleep', '600']); sys.exit(3)"
+    proc, log, pidfile = spawn_watched([sys.executable, "-c", script], dict(os.environ), tmp_path / "x.log",
+                                       2.0)
+    try:
+        assert proc.wait(timeout=30) == 3
+        assert _wait_gone(proc.pid, timeout=10) == []  # the orphaned `sleep` was killed
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        log.close()
