@@ -173,15 +173,32 @@ def _cpu_kv_bytes(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, gmu: fl
     space = environ.get("VLLM_CPU_KVCACHE_SPACE", "")
     if space != "":
         try:
-            return int(space) * GIB, f"exact: VLLM_CPU_KVCACHE_SPACE={space} GiB"
+            kv = int(space) * GIB
         except ValueError:
             reasons.append(f"VLLM_CPU_KVCACHE_SPACE={space!r} is not an integer number of GiB; "
                            "vLLM-CPU fails")
             return 0, "invalid VLLM_CPU_KVCACHE_SPACE"
+        available = _host_available_bytes()
+        if available is not None and kv + weights > available:
+            reasons.append(f"VLLM_CPU_KVCACHE_SPACE={space} GiB plus weights {weights / GIB:.2f} GiB exceed "
+                           f"this host's available memory ({available / GIB:.1f} GiB); vLLM-CPU refuses to "
+                           "start — lower VLLM_CPU_KVCACHE_SPACE")
+        return kv, f"exact: VLLM_CPU_KVCACHE_SPACE={space} GiB"
     if config.kv_cache_memory_bytes:
         return config.kv_cache_memory_bytes, "exact: kv_cache_memory_bytes"
     rss = weights + 2 * GIB
     return int(math.ceil(gpu.memory_bytes * gmu) - rss), "estimate: auto-sized (ceil(total x gmu) - RSS)"
+
+
+def _host_available_bytes() -> int | None:
+    """MemAvailable of this host (vLLM-CPU checks the KV space against it at start)."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
 
 
 def _concurrent_batches(gpu: GPUProfile, config: ServeConfig) -> int:

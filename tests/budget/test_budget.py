@@ -200,3 +200,9 @@ def test_emulated_gmu_reproduces_the_target_budget() -> None:
         on_a30.kv_cache_bytes + on_a30.activation_bytes + on_a30.non_torch_bytes, abs=2)
     with pytest.raises(UsageError):
         emulated_gmu(H200, a30.memory_bytes, 0.9)
+
+
+def test_cpu_kv_space_beyond_the_host_memory_is_rejected() -> None:
+    spec = ModelSpec.from_config(shape_config("llama-tiny"))
+    b = estimate_budget(spec, CPU, cfg(), vllm_version="0.32.0", env={"VLLM_CPU_KVCACHE_SPACE": "100000"})
+    assert not b.feasible and "available memory" in b.reasons[0]
