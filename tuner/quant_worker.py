@@ -76,15 +76,33 @@ def _sequences(tokenizer: Any, job: dict) -> tuple[list[torch.Tensor], list[torc
     return calib, held, source
 
 
+def _awq_modifier() -> Any:
+    """AWQ that skips smoothing mappings whose balance layers all stay 16-bit.
+
+    llm-compressor 0.14.0.1 keeps such a mapping when its smooth layer is quantized (v_proj → o_proj
+    with o_proj restored) and then divides by zero in ``_compute_layer_means``; smoothing protects the
+    balance layers' quantization only, so with none quantized there is nothing to do.
+    """
+    from llmcompressor.modifiers.transform.awq import AWQModifier
+
+    class RestorationAwareAWQ(AWQModifier):
+        def _set_resolved_mappings(self, model: Any) -> None:
+            super()._set_resolved_mappings(model)
+            self._resolved_mappings = [
+                m for m in self._resolved_mappings
+                if any(hasattr(b, "quantization_scheme") for b in m.balance_layers)]
+
+    return RestorationAwareAWQ()
+
+
 def _recipe(recipe: dict, ignore: list[str]) -> list[Any]:
     from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
     from llmcompressor.modifiers.quantization import QuantizationModifier
-    from llmcompressor.modifiers.transform.awq import AWQModifier
 
     weights = QuantizationArgs(num_bits=recipe["bits"], type="int", strategy="group",
                                group_size=recipe["group_size"], symmetric=recipe["symmetric"], dynamic=False)
     scheme = QuantizationScheme(targets=["Linear"], weights=weights)
-    return [AWQModifier(), QuantizationModifier(config_groups={"group_0": scheme}, ignore=list(ignore))]
+    return [_awq_modifier(), QuantizationModifier(config_groups={"group_0": scheme}, ignore=list(ignore))]
 
 
 def _quantize_once(job: dict, calib: list[torch.Tensor], ignore: list[str]) -> Any:

@@ -45,6 +45,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tuner.errors import QuantizeError
     from tuner.quantize import GateThresholds, QualityGateError, QuantizeRecipe, default_python, quantize
 
     python = args.quantize_python or default_python()
@@ -61,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
     except QualityGateError as exc:
         if args.json:
             print(json.dumps(exc.result.to_dict(), indent=1))
+        print(f"tune quantize: {exc}", file=sys.stderr)
+        return 1
+    except QuantizeError as exc:
         print(f"tune quantize: {exc}", file=sys.stderr)
         return 1
     if args.json:
