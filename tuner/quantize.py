@@ -136,11 +136,15 @@ def _run_worker(python: str, job: dict[str, Any], log_path: Path,
             raise UsageError(f"cannot run the quantization interpreter {python}: {exc.strerror}") from None
         assert proc.stdout is not None
         with log_path.open("w") as log, proc:
-            for line in proc.stdout:
-                log.write(line)
-                tail.append(line.rstrip("\n"))
-                if line.startswith(_PROGRESS) and on_progress is not None:
-                    on_progress(line[len(_PROGRESS):].rstrip("\n"))
+            try:
+                for line in proc.stdout:
+                    log.write(line)
+                    tail.append(line.rstrip("\n"))
+                    if line.startswith(_PROGRESS) and on_progress is not None:
+                        on_progress(line[len(_PROGRESS):].rstrip("\n"))
+            except BaseException:  # interrupted, or on_progress raised: the worker must not outlive us
+                proc.kill()
+                raise
             code = proc.wait()
         text = "\n".join(tail)
         if code != 0 or not result_file.is_file():
