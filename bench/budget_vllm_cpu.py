@@ -73,11 +73,19 @@ def start_and_read(model: str | Path, args: list[str], env: dict[str, str], log_
     text = log_path.read_text(errors="replace")
     m = re.search(r"(?:CPU|GPU) KV cache size: ([\d,]+) tokens", text)
     b = re.search(r"'block_size': (\d+)|block_size=(\d+)", text)
-    errors = [ln for ln in text.splitlines() if "Error" in ln or "error" in ln]
     return StartResult(started, int(m.group(1).replace(",", "")) if m else None,
                        int(next(g for g in b.groups() if g)) if b else None,
-                       "" if started else (errors[-1].strip() if errors else "no error line"),
-                       time.monotonic() - t0, str(log_path))
+                       "" if started else root_cause(text), time.monotonic() - t0, str(log_path))
+
+
+def root_cause(log_text: str) -> str:
+    """The most specific error line of a failed start (vLLM ends with a generic RuntimeError)."""
+    lines = [ln.strip() for ln in log_text.splitlines()]
+    for marker in ("ValueError:", "OutOfMemoryError", "MemoryError", "Error:"):
+        hits = [ln for ln in lines if marker in ln]
+        if hits:
+            return hits[-1]
+    return "no error line"
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -89,21 +89,29 @@ def estimate_budget(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, *, vl
     else:
         ov = overheads(spec, gpu.name, version, settings)
         act, nt, margin, basis = ov.activation_bytes, ov.non_torch_bytes, ov.margin_bytes, ov.basis
-        cg = ov.cudagraph_bytes if environ.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1") != "0" else 0
+        cg = ov.cudagraph_bytes
+        # 0.32 subtracts its CUDA-graph estimate from the KV budget; 0.26.0 measured here did not (the
+        # graphs are captured after the KV cache is allocated, beyond gmu x total).
+        subtract_cg = _at_least(version, "0.32") and environ.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",
+                                                                 "1") != "0"
         requested = gpu.memory_bytes * gmu
+        free = gpu.memory_bytes - CUDA_CONTEXT_BYTES
         if config.kv_cache_memory_bytes:
             kv, basis = config.kv_cache_memory_bytes, "exact: kv_cache_memory_bytes"
-            if weights + act + nt + cg + kv + margin > gpu.memory_bytes - CUDA_CONTEXT_BYTES:
+            if weights + act + nt + cg + kv + margin > free:
                 reasons.append(f"kv_cache_memory_bytes {kv / GIB:.2f} GiB + weights {weights / GIB:.2f} "
                                f"GiB + activations/overheads {(act + nt + cg) / GIB:.2f} GiB exceed "
-                               f"{gpu.name}'s {gpu.memory_gib:.2f} GiB; lower kv_cache_memory_bytes")
+                               f"{gpu.name}'s {free / GIB:.2f} GiB free; lower kv_cache_memory_bytes")
         else:
-            kv = int(requested - weights - act - nt - cg)
-            if requested > gpu.memory_bytes - CUDA_CONTEXT_BYTES:
-                free = (gpu.memory_bytes - CUDA_CONTEXT_BYTES) / GIB
+            kv = int(requested - weights - act - nt - (cg if subtract_cg else 0))
+            if requested > free:
                 reasons.append(f"gpu_memory_utilization {gmu} asks for {requested / GIB:.2f} GiB but only "
-                               f"about {free:.2f} GiB is free after the CUDA context; vLLM refuses to start "
-                               "— lower gpu_memory_utilization")
+                               f"about {free / GIB:.2f} GiB is free after the CUDA context; vLLM refuses to "
+                               "start — lower gpu_memory_utilization")
+            elif not subtract_cg and requested + cg > free:
+                reasons.append(f"CUDA graphs ({cg / GIB:.2f} GiB) are captured beyond gmu {gmu} x "
+                               f"{gpu.memory_gib:.2f} GiB and would not fit in the {free / GIB:.2f} GiB free "
+                               "— lower gpu_memory_utilization or set enforce_eager")
 
     paging = Paging.of(spec, kv_dtype, tp, block, max_in_flight=batched * _concurrent_batches(gpu, config))
     null_block = 1 if _at_least(version, "0.32") else 0  # 0.32 plans against usable blocks
@@ -165,15 +173,32 @@ def _cpu_kv_bytes(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, gmu: fl
     space = environ.get("VLLM_CPU_KVCACHE_SPACE", "")
     if space != "":
         try:
-            return int(space) * GIB, f"exact: VLLM_CPU_KVCACHE_SPACE={space} GiB"
+            kv = int(space) * GIB
         except ValueError:
             reasons.append(f"VLLM_CPU_KVCACHE_SPACE={space!r} is not an integer number of GiB; "
                            "vLLM-CPU fails")
             return 0, "invalid VLLM_CPU_KVCACHE_SPACE"
+        available = _host_available_bytes()
+        if available is not None and kv + weights > available:
+            reasons.append(f"VLLM_CPU_KVCACHE_SPACE={space} GiB plus weights {weights / GIB:.2f} GiB exceed "
+                           f"this host's available memory ({available / GIB:.1f} GiB); vLLM-CPU refuses to "
+                           "start — lower VLLM_CPU_KVCACHE_SPACE")
+        return kv, f"exact: VLLM_CPU_KVCACHE_SPACE={space} GiB"
     if config.kv_cache_memory_bytes:
         return config.kv_cache_memory_bytes, "exact: kv_cache_memory_bytes"
     rss = weights + 2 * GIB
     return int(math.ceil(gpu.memory_bytes * gmu) - rss), "estimate: auto-sized (ceil(total x gmu) - RSS)"
+
+
+def _host_available_bytes() -> int | None:
+    """MemAvailable of this host (vLLM-CPU checks the KV space against it at start)."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
 
 
 def _concurrent_batches(gpu: GPUProfile, config: ServeConfig) -> int:

@@ -14,7 +14,6 @@ budget says which basis it used.
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,13 +24,22 @@ from tuner.model_spec import ModelSpec
 GIB = 1 << 30
 ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
 
-# Uncalibrated defaults, each from a public vLLM startup log (sources in docs/budget.md):
-# non-torch 0.02–0.26 GiB at TP=1 (Llama-8B-class on H100/RTX PRO 6000) -> 0.3 GiB upper bound;
-# CUDA graphs "Estimated CUDA graph memory: 0.84 GiB" for Llama-3.1-8B (32 layers) -> per layer.
-DEFAULT_NON_TORCH_BYTES = int(0.3 * GIB)
-DEFAULT_NON_TORCH_PER_EXTRA_RANK = int(1.4 * GIB)  # "1.38 GiB for non-torch memory" at TP=2 (NCCL)
-DEFAULT_CUDAGRAPH_PER_LAYER = int(0.84 * GIB / 32)
-CUDA_CONTEXT_BYTES = int(0.6 * GIB)  # H200 here: 139.21 of 139.80 GiB free at startup (public log)
+# The model's coefficients, measured on the lent H200 with vLLM 0.26.0 (profiles/calibration/
+# h200-vllm-0.26.yaml, six runs: Llama-3-8B x2, Qwen2.5-7B x2, Qwen1.5-MoE-A2.7B, tiny Llama):
+# * peak activation = one vocab x hidden buffer (the LM-head size: 0.98 GiB for Llama-3-8B, 0.58 GiB for
+#   the MoE, 2 MiB for the tiny model) + ~15.7 KB per batched token (0.12 GiB at 8192 tokens, 0.03 GiB at
+#   2048, for every dense shape alike) + ~5 KB per token more for MoE layers' fused-expert buffers;
+# * non-torch memory 0.22 GiB at TP=1 in every run;
+# * CUDA graphs 0.05 GiB + per layer 0.0036 GiB + 0.0264 GiB x min(max_num_seqs, 512)/512 (0.98 GiB for
+#   32 layers at 1024 seqs, 0.59 GiB at 256 seqs, 0.11 GiB for 2 layers);
+# * the CUDA context leaves 139.29 of 139.80 GiB free at startup (0.51 GiB).
+ACT_PER_TOKEN = 15_700
+ACT_PER_TOKEN_MOE = 5_000
+DEFAULT_NON_TORCH_BYTES = int(0.22 * GIB)
+DEFAULT_NON_TORCH_PER_EXTRA_RANK = int(1.4 * GIB)  # public log: "1.38 GiB for non-torch memory" at TP=2
+CUDAGRAPH_BASE = int(0.05 * GIB)
+CUDAGRAPH_PER_LAYER = (int(0.0036 * GIB), int(0.0264 * GIB))  # fixed, and x min(max_num_seqs, 512)/512
+CUDA_CONTEXT_BYTES = int(0.51 * GIB)
 
 
 @dataclass(frozen=True)
@@ -68,29 +76,20 @@ class CalibrationPoint:
 
 
 def structural_activation_bytes(spec: ModelSpec, s: Settings) -> int:
-    """Peak torch memory of vLLM's profile run: one forward over ``max_num_batched_tokens`` tokens
-    (residual + hidden, then the widest of attention projections or the MLP intermediates) plus the
-    fp32 logits of ``min(max_num_seqs, max_num_batched_tokens)`` sampled rows."""
-    t, b, h = s.max_num_batched_tokens, spec.dtype_bytes, spec.hidden_size
+    """Peak torch memory of vLLM's profile run (compiled, CUDA): one LM-head-sized buffer plus a few
+    KB per batched token (more with MoE layers). Coefficients: see the module constants."""
     tp = max(1, s.tensor_parallel_size)
-    if spec.mla is not None:
-        m = spec.mla
-        attn = spec.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) // tp
-    else:
-        attn = (2 * spec.num_heads + 2 * spec.num_kv_heads) * spec.head_dim // tp
-    mlp = 3 * spec.intermediate_size // tp
-    if spec.moe is not None:
-        moe = spec.moe
-        mlp = max(mlp, moe.experts_per_token * (3 * moe.expert_intermediate_size // tp + h)
-                  + 3 * moe.shared_intermediate_size // tp)
-    forward = t * b * (2 * h + max(attn, mlp))
-    rows = min(s.max_num_seqs, t)
-    logits = rows * spec.vocab_size * 4
-    return forward + logits
+    vocab = -(-spec.vocab_size // 64) * 64
+    per_token = ACT_PER_TOKEN + (ACT_PER_TOKEN_MOE if spec.moe is not None else 0)
+    return vocab * spec.hidden_size * spec.dtype_bytes // tp + per_token * s.max_num_batched_tokens
 
 
 def structural_cudagraph_bytes(spec: ModelSpec, s: Settings) -> int:
-    return 0 if s.enforce_eager else DEFAULT_CUDAGRAPH_PER_LAYER * spec.num_layers
+    """Memory the CUDA-graph pool takes after the KV cache is allocated (0 with enforce_eager)."""
+    if s.enforce_eager:
+        return 0
+    fixed, per_seq = CUDAGRAPH_PER_LAYER
+    return CUDAGRAPH_BASE + spec.num_layers * (fixed + per_seq * min(s.max_num_seqs, 512) // 512)
 
 
 def _default_non_torch(s: Settings) -> int:
@@ -98,35 +97,32 @@ def _default_non_torch(s: Settings) -> int:
 
 
 def overheads(spec: ModelSpec, device: str, vllm_version: str, s: Settings) -> Overheads:
-    """Activation / non-torch / CUDA-graph bytes for one GPU, scaled by calibration when available."""
+    """Activation / non-torch / CUDA-graph bytes for one GPU. Calibration points of the same device and
+    vLLM minor version scale each term to the largest ratio reported/model seen (the safe side); without
+    them the unscaled model is used with a wider margin."""
     act = structural_activation_bytes(spec, s)
     cg = structural_cudagraph_bytes(spec, s)
     nt = _default_non_torch(s)
     points = [p for p in load_points() if p.device == device and _same_minor(p.vllm_version, vllm_version)
               and "activation_gib" in p.reported]
     if not points:
-        margin = int(0.5 * (act + cg) + 0.5 * GIB)
-        basis = f"uncalibrated model (no {device} point for vLLM {vllm_version})"
+        margin = int(0.5 * act + 0.5 * GIB)
+        basis = f"uncalibrated model (no {device} point for vLLM {vllm_version}; H200/0.26 coefficients)"
         return Overheads(act, nt, cg, margin, basis)
-    ratios, nts, cg_ratios = [], [], []
+    act_ratio, cg_ratio, nts = [], [], []
     for p in points:
-        ps = _settings_of(p, s)
-        pspec = p.spec()
-        ratios.append(p.reported["activation_gib"] * GIB / max(1, structural_activation_bytes(pspec, ps)))
-        if "non_torch_gib" in p.reported:
+        ps, pspec = _settings_of(p, s), p.spec()
+        act_ratio.append(p.reported["activation_gib"] * GIB / max(1, structural_activation_bytes(pspec, ps)))
+        if "cudagraph_gib" in p.reported and not ps.enforce_eager:
+            cg_ratio.append(p.reported["cudagraph_gib"] * GIB / max(1, structural_cudagraph_bytes(pspec, ps)))
+        if "non_torch_gib" in p.reported and ps.tensor_parallel_size == s.tensor_parallel_size:
             nts.append(p.reported["non_torch_gib"] * GIB)
-        if "cudagraph_estimate_gib" in p.reported and not ps.enforce_eager:
-            cg_ratios.append(p.reported["cudagraph_estimate_gib"] * GIB
-                             / max(1, structural_cudagraph_bytes(pspec, ps)))
-    scale = max(ratios)  # the conservative end of what was seen
+    scale = max(max(act_ratio), 1.0)
     act = int(act * scale)
-    if nts:
-        nt = int(max(nts)) if max(1, s.tensor_parallel_size) == 1 else nt
-    if cg_ratios:
-        cg = int(cg * max(cg_ratios))
-    spread = (max(ratios) - min(ratios)) / max(ratios) if len(ratios) > 1 else 0.25
-    margin = int(max(spread, 0.1) * (act + cg) + 0.25 * GIB)
-    basis = f"calibrated on {len(points)} {device} point(s), vLLM {vllm_version} (activation x{scale:.2f})"
+    cg = int(cg * max(cg_ratio + [1.0]))
+    nt = int(max(nts)) if nts else nt
+    margin = int(0.1 * act + 0.15 * GIB)
+    basis = f"calibrated on {len(points)} {device} point(s), vLLM {vllm_version}"
     return Overheads(act, nt, cg, margin, basis)
 
 
@@ -134,11 +130,16 @@ def _same_minor(a: str, b: str) -> bool:
     return a.split(".")[:2] == b.split(".")[:2]
 
 
-def _settings_of(p: CalibrationPoint, fallback: Settings) -> Settings:
+def _settings_of(p: CalibrationPoint, current: Settings) -> Settings:
+    """The engine settings of a point; unset limits are vLLM's defaults for that device and version."""
+    from tuner.budget import default_batch_limits
+    from tuner.gpu import GPUProfile
+
     st = p.settings
-    return Settings(int(st.get("max_num_seqs", fallback.max_num_seqs)),
-                    int(st.get("max_num_batched_tokens", fallback.max_num_batched_tokens)),
-                    int(st.get("tensor_parallel_size", 1)), bool(st.get("enforce_eager", False)))
+    tp = int(st.get("tensor_parallel_size") or 1)
+    seqs, batched = default_batch_limits(GPUProfile.load(p.device), p.vllm_version, tp)
+    return Settings(int(st.get("max_num_seqs") or seqs), int(st.get("max_num_batched_tokens") or batched), tp,
+                    bool(st.get("enforce_eager", False)))
 
 
 def load_points(root: Path = ROOT) -> list[CalibrationPoint]:
@@ -183,7 +184,3 @@ def parse_log(text: str) -> dict[str, float]:
         if m:
             out[key] = float(m.group(1).replace(",", ""))
     return out
-
-
-def median_or(values: list[float], default: float) -> float:
-    return statistics.median(values) if values else default

@@ -4,8 +4,9 @@
   and each sequence's KV cache, so TPOT ≥ bytes ÷ memory bandwidth.
 * prefill: ≥ FLOPs ÷ peak dense TFLOP/s (and ≥ one read of the weights).
 
-Measured here for calibration: Llama-3-8B shape on the H200, vLLM 0.26.0, batch 1: TPOT 4.72 ms against
-the 3.35 ms floor this module gives (DESIGN.md).
+Check against a measurement (DESIGN.md): Llama-3-8B shape on the H200, vLLM 0.26.0, batch 1: TPOT 4.72 ms;
+this module's floor is 3.13 ms (DESIGN.md's 3.35 ms also counts the embedding table, which decode only
+indexes).
 """
 
 from __future__ import annotations

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Create the quantization interpreter: a venv of its own with torch (CPU wheel where pip's config
+# offers one) and llm-compressor. It is separate from vLLM's environment because llm-compressor
+# pins compressed-tensors 0.19 while vLLM pins 0.17.
+#
+#   bash scripts/install-quantize.sh [VENV_DIR]      (default: .venv-quant in the repo root)
+#
+# Idempotent: an existing venv that already imports the pinned versions is left as it is.
+# The last line printed is the interpreter path; point the tuner at it with
+#   export SLOTUNE_QUANTIZE_PYTHON=<that path>      (or: tune quantize --quantize-python <path>)
+# Environment: PYTHON (base interpreter, default python3), TORCH_SPEC, LLMCOMPRESSOR_SPEC.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${1:-$here/.venv-quant}"
+base_python="${PYTHON:-python3}"
+torch_spec="${TORCH_SPEC:-torch==2.13.0}"
+llmc_spec="${LLMCOMPRESSOR_SPEC:-llmcompressor==0.14.0.1}"
+want_torch="${torch_spec#torch==}"
+want_llmc="${llmc_spec#llmcompressor==}"
+py="$venv/bin/python"
+
+check() {  # exit 0 when the venv imports the wanted versions and transformers works beside torch
+  "$py" - "$want_torch" "$want_llmc" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+want_torch, want_llmc = sys.argv[1], sys.argv[2]
+assert version("torch").split("+")[0] == want_torch.split("+")[0], version("torch")
+assert version("llmcompressor") == want_llmc, version("llmcompressor")
+import torch, transformers, llmcompressor  # noqa: F401,E401
+from transformers import AutoModelForCausalLM  # noqa: F401  (breaks when torchvision mismatches)
+PY
+}
+
+start=$(date +%s)
+if [[ -x "$py" ]] && check; then
+  echo "install-quantize: $venv already has torch $want_torch and llmcompressor $want_llmc" >&2
+  echo "$py"
+  exit 0
+fi
+
+"$base_python" - <<'PY' || { echo "install-quantize: needs Python >= 3.10 (set PYTHON=...)" >&2; exit 2; }
+import sys
+sys.exit(0 if sys.version_info >= (3, 10) else 1)
+PY
+
+echo "install-quantize: [1/3] venv at $venv" >&2
+"$base_python" -m venv "$venv"
+"$py" -m pip install --quiet --upgrade pip >&2
+echo "install-quantize: [2/3] $torch_spec (CPU wheel where pip's find-links/index offers one)" >&2
+"$py" -m pip install --quiet "$torch_spec" >&2
+echo "install-quantize: [3/3] $llmc_spec (+ its dependencies; torch stays as installed)" >&2
+"$py" -m pip install --quiet "$llmc_spec" "$torch_spec" >&2
+# torchvision/torchaudio built for another torch make `import transformers` models fail; we need neither.
+for pkg in torchvision torchaudio; do
+  if "$py" -m pip show --quiet "$pkg" >/dev/null 2>&1; then
+    echo "install-quantize: removing $pkg (not needed; a mismatched build breaks transformers)" >&2
+    "$py" -m pip uninstall --quiet --yes "$pkg" >&2
+  fi
+done
+if ! check; then
+  echo "install-quantize: the venv at $venv does not import torch $want_torch + llmcompressor $want_llmc;" \
+       "see the pip output above" >&2
+  exit 1
+fi
+echo "install-quantize: done in $(( $(date +%s) - start )) s" >&2
+echo "$py"

@@ -1,0 +1,74 @@
+"""``tune quantize``: 4-bit AWQ quantization with a quality gate (see tuner.quantize, docs/quantize.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tuner.errors import UsageError
+
+_DEFAULTS = {"max_nll_delta": 0.10, "max_kl": 0.10, "min_top1": 0.50, "min_layer_cosine": 0.98}
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Quantize a model to 4-bit AWQ (W4A16, asymmetric, group 128; lm_head and embeddings stay 16-bit) "
+        "in the compressed-tensors format vLLM loads, then gate it against the 16-bit model on held-out "
+        "text (perplexity/NLL delta, KL, top-1 agreement, per-layer output cosine; layers under 0.99 are "
+        "restored to 16-bit and the model re-quantized). Runs under its own interpreter "
+        "(scripts/install-quantize.sh). A failing gate exits 1 unless --no-gate.")
+    p.add_argument("--model", required=True, help="16-bit model directory (config.json + weights)")
+    p.add_argument("--out", required=True, help="output directory (new, or a previous tune quantize output)")
+    p.add_argument("--scheme", default="w4a16", help="quantization scheme (supported: w4a16)")
+    p.add_argument("--group-size", type=int, default=128, help="weights per quantization group (default 128)")
+    p.add_argument("--calib", metavar="FILE",
+                   help="calibration JSONL: one object per line with 'text' or 'messages' (default: built-in "
+                        "text; a slice of FILE also joins the gate's held-out text)")
+    p.add_argument("--samples", type=int, default=128, help="calibration samples (default 128)")
+    p.add_argument("--backend", choices=("llmcompressor", "autoawq"), default="llmcompressor",
+                   help="llmcompressor (default, AWQ) or autoawq — AutoAWQ is DEPRECATED upstream and "
+                        "slotune does not drive it; choosing it fails with a message")
+    p.add_argument("--quantize-python", metavar="PY",
+                   help="interpreter with llm-compressor (default: $SLOTUNE_QUANTIZE_PYTHON, else "
+                        ".venv-quant/bin/python in the repo or the current directory)")
+    p.add_argument("--cache-dir", metavar="DIR", help="also keep finished quantizations here, keyed by "
+                   "model contents + recipe + calibration data, and reuse them")
+    p.add_argument("--restore-below", type=float, default=0.99,
+                   help="restore layers whose output cosine is under this to 16-bit "
+                        "(default 0.99; 0 = never)")
+    for name, default in _DEFAULTS.items():
+        p.add_argument(f"--{name.replace('_', '-')}", type=float, default=default,
+                       help=f"gate threshold (default {default})")
+    p.add_argument("--no-gate", action="store_true", help="accept the result even when the gate fails")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuner.errors import QuantizeError
+    from tuner.quantize import GateThresholds, QualityGateError, QuantizeRecipe, default_python, quantize
+
+    python = args.quantize_python or default_python()
+    if python is None:
+        raise UsageError("no quantization interpreter: run 'bash scripts/install-quantize.sh' (creates "
+                         ".venv-quant) or pass --quantize-python / set SLOTUNE_QUANTIZE_PYTHON")
+    recipe = QuantizeRecipe(scheme=args.scheme, group_size=args.group_size, restore_below=args.restore_below)
+    thresholds = GateThresholds(**{k: getattr(args, k) for k in _DEFAULTS})
+    try:
+        result = quantize(args.model, args.out, python=python, recipe=recipe, calib=args.calib,
+                          samples=args.samples, backend=args.backend, cache_dir=args.cache_dir,
+                          gate=not args.no_gate, thresholds=thresholds,
+                          on_progress=lambda m: print(f"quantize: {m}", file=sys.stderr, flush=True))
+    except QualityGateError as exc:
+        if args.json:
+            print(json.dumps(exc.result.to_dict(), indent=1))
+        print(f"tune quantize: {exc}", file=sys.stderr)
+        return 1
+    except QuantizeError as exc:
+        print(f"tune quantize: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+    else:
+        print(f"{result.out_dir}{' (cached)' if result.cached else ''}: {result.quality.summary()}")
+    return 0
