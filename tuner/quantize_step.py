@@ -1,7 +1,12 @@
-"""The pipeline's first step: quantize when asked (``quantize: awq``) and offer the result as a knob."""
+"""The pipeline's first step: quantize when asked (``quantize: awq``) and offer the result as a knob.
+
+A failed quality gate stops the pipeline (QuantizeError → exit 1 with the numbers); the quantized model
+then never reaches a trial.
+"""
 
 from __future__ import annotations
 
+from tuner.errors import UsageError
 from tuner.inputs import Inputs
 from tuner.settings import TuneSettings
 
@@ -10,10 +15,14 @@ def maybe_quantize(settings: TuneSettings, inputs: Inputs) -> str | None:
     """Quantized model dir to search beside the 16-bit one, or None when not asked."""
     if settings.quantize != "awq":
         return None
-    from tuner.quantize import default_quantize_python, quantize
+    from tuner.quantize import default_python, quantize
 
+    python = settings.quantize_python or default_python()
+    if not python:
+        raise UsageError("--quantize awq needs an interpreter with llm-compressor: run scripts/install-quantize.sh "
+                         "and pass --quantize-python .venv-quant/bin/python (or set SLOTUNE_QUANTIZE_PYTHON)")
     out = inputs.out / "quantized"
-    result = quantize(inputs.model_dir, out, python=settings.quantize_python or default_quantize_python(),
-                      on_progress=lambda m: print(f"[quantize] {m}", flush=True))
-    print(f"[quantize] {'reused cached' if result.cached else 'wrote'} {result.out_dir}: gate {result.quality.gate}")
+    result = quantize(inputs.model_dir, out, python=python, on_progress=lambda m: print(f"[quantize] {m}", flush=True))
+    verb = "reused the cached" if result.cached else "wrote"
+    print(f"[quantize] {verb} {result.out_dir}: quality gate {result.quality.gate}", flush=True)
     return str(result.out_dir)
