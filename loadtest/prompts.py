@@ -9,6 +9,7 @@ hits the prefix cache by accident; ``shared_prefix_fraction`` of each prompt is 
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -42,8 +43,10 @@ class PromptSpec:
     output_tokens: int
 
 
+@functools.lru_cache(maxsize=8)
 def load_tokenizer(name_or_path: str) -> Any:
-    """``AutoTokenizer.from_pretrained`` (lazy import); a clear input error when it cannot load."""
+    """``AutoTokenizer.from_pretrained`` (lazy import), loaded once per process (the tuner measures many
+    levels with one tokenizer); a clear input error when it cannot load."""
     try:
         from transformers import AutoTokenizer
     except ImportError as e:  # pragma: no cover - transformers is a dependency

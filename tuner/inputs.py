@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from launch.vllm_info import VllmInfo, probe_vllm
-
 from loadtest.slo import SLO, parse_slos
 from loadtest.workload import Workload, load_workload
 from tuner.errors import UsageError
@@ -53,7 +52,7 @@ def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
                            min_level_requests=12, bisection_steps=2, seed=settings.seed)
     else:
         plan = MeasurePlan(warmup_requests=8, probe_requests=256, probe_concurrency=128, level_duration_s=20.0,
-                           min_level_requests=64, bisection_steps=4, seed=settings.seed)
+                           min_level_requests=64, bisection_steps=3, seed=settings.seed)
     if settings.level_seconds:
         from dataclasses import replace
 

@@ -5,9 +5,11 @@ Synchronous and independent of how a level is measured: ``capacity_search`` take
 ``loadtest.run_load`` against the live server). Levels that lose their SLO early may be cut short
 by the load generator; here a level is just "met" or "not met".
 
-Sequence: (1) a closed-loop saturation probe gives the most req/s the server can complete;
-(2) a low-rate level checks the SLO can hold at all (if not: infeasible, stop); (3) bisection on the
-Poisson rate between the highest passing and the lowest failing rate.
+Sequence: (1) a closed-loop saturation probe estimates the most req/s the server can complete;
+(2) a low-rate level checks the SLO can hold at all (if not: infeasible, stop); (3) a level just above
+the saturation estimate, widened ×1.5 while it still passes (the probe's fixed concurrency can
+underestimate capacity); (4) bisection on the Poisson rate between the highest passing and the lowest
+failing rate.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class MeasurePlan:
     low_rate_fraction: float = 0.15
     high_rate_factor: float = 1.1
     bisection_steps: int = 4
+    max_expansions: int = 2  # times the upper bracket may grow ×1.5 when it still meets the SLO
     seed: int = 0
 
     def level_requests(self, rate: float) -> int:
@@ -122,22 +125,36 @@ def capacity_search(
     best_rate: float | None = None
     best: LoadReport | None = None
     closest: tuple[float, LoadReport] | None = None
-    lo = plan.low_rate_fraction * saturation
-    hi = plan.high_rate_factor * saturation
-    rate = lo
-    for step in range(plan.bisection_steps + 1):
+
+    def level(rate: float) -> bool:
+        nonlocal best_rate, best, closest
         rep = run_rate(rate, plan.level_requests(rate))
         note(_level("rate", rate, None, rep))
         if rep.slo_met:
-            best_rate, best = rate, rep
-            lo = rate
-        else:
-            excess = slo_excess(rep, slos)
-            if closest is None or excess < closest[0]:
-                closest = (excess, rep)
-            if step == 0:  # the SLO does not hold even at low load: no capacity worth searching
+            if best_rate is None or rate > best_rate:
+                best_rate, best = rate, rep
+            return True
+        excess = slo_excess(rep, slos)
+        if closest is None or excess < closest[0]:
+            closest = (excess, rep)
+        return False
+
+    lo = plan.low_rate_fraction * saturation
+    if level(lo):  # else: the SLO does not hold even at low load, no capacity worth searching
+        hi = plan.high_rate_factor * saturation
+        expansions = 0
+        while level(hi):  # the closed-loop probe can underestimate capacity: widen the bracket
+            lo = hi
+            if expansions == plan.max_expansions:
                 break
-            hi = rate
-        rate = (lo + hi) / 2
+            hi *= 1.5
+            expansions += 1
+        else:
+            for _ in range(plan.bisection_steps):
+                mid = (lo + hi) / 2
+                if level(mid):
+                    lo = mid
+                else:
+                    hi = mid
     return CapacityResult(saturation, best_rate, best, None if best else (closest[1] if closest else None),
                           tuple(levels))

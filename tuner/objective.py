@@ -48,7 +48,10 @@ class TrialContext:
     startup_timeout_s: float = 900.0
     env: Mapping[str, str] = field(default_factory=dict)
     output_tokens: int | None = None
-    # with overlapped startups: one lock per device, so only one server at a time is measured
+    # with overlapped startups, per device: only one server starts at a time (vLLM's memory profiling
+    # reads device-wide usage, so two concurrent startups corrupt each other's KV budget) and only one
+    # is measured at a time; a startup may overlap a measurement.
+    start_locks: Mapping[str | None, threading.Lock] = field(default_factory=dict, compare=False)
     measure_locks: Mapping[str | None, threading.Lock] = field(default_factory=dict, compare=False)
 
 
@@ -102,9 +105,11 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
         progress(f"{what}: {'met' if level.slo_met else 'missed'} ({vals}) goodput {level.goodput_req_s:.2f}/s")
 
     try:
-        with start_server(launched, python=ctx.python, log_dir=ctx.log_dir / f"trial-{number:03d}",
-                          startup_timeout_s=ctx.startup_timeout_s,
-                          warmup_requests=ctx.plan.warmup_requests, on_progress=progress) as srv:
+        with ctx.start_locks.get(device) or contextlib.nullcontext():
+            server = start_server(launched, python=ctx.python, log_dir=ctx.log_dir / f"trial-{number:03d}",
+                                  startup_timeout_s=ctx.startup_timeout_s,
+                                  warmup_requests=ctx.plan.warmup_requests, on_progress=progress)
+        with server as srv:
             readback = asdict(srv.readback)
             startup_s = srv.startup_s
             lock = ctx.measure_locks.get(device)

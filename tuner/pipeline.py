@@ -97,7 +97,6 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
          progress: Progress | None = None, versions: dict[str, Any] | None = None) -> TuneOutcome:
     from launch.fingerprint import model_fingerprint
     from launch.script import write_launch_script
-
     from tuner.versions import collect_versions
 
     s = inp.settings
@@ -146,7 +145,8 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
 
     devices = s.device_list()
     if s.overlap_startup:  # two trials per device: one starting while the other is measured
-        tctx = replace(tctx, measure_locks={d: threading.Lock() for d in devices})
+        tctx = replace(tctx, start_locks={d: threading.Lock() for d in devices},
+                       measure_locks={d: threading.Lock() for d in devices})
         devices = [d for d in devices for _ in (0, 1)]
     ran = run_study(study, s.trials, run_one, after_each, devices=devices, time_budget_s=s.time_budget)
     summary = write_all(study)

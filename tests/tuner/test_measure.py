@@ -50,8 +50,19 @@ def test_finds_rate_near_true_capacity():
     res = capacity_search(run_rate, run_probe, MeasurePlan(bisection_steps=5), SLOS)
     assert res.slo_met and 7.0 <= res.best_rate <= 8.0
     assert res.saturation_req_s == 10.0
-    assert len(res.levels) == 1 + 6  # probe + low level + 5 bisection steps
+    assert len(res.levels) == 1 + 2 + 5  # probe + low and high levels + 5 bisection steps
     assert res.levels[0].kind == "probe"
+
+
+def test_bracket_widens_when_the_probe_underestimates_capacity():
+    run_rate, _, calls = server(capacity=20.0)  # SLO holds while rate < 16/s
+
+    def weak_probe(conc, n):  # a closed loop at low concurrency completes only 6 req/s
+        return FakeReport(300.0, 6.0, 6.0)
+
+    res = capacity_search(run_rate, weak_probe, MeasurePlan(bisection_steps=5), SLOS)
+    assert 14.0 <= res.best_rate <= 16.0  # found although 1.1 × the probe is only 6.6/s
+    assert max(calls) > 6.6 * 1.5
 
 
 def test_stops_at_once_when_slo_fails_at_low_load():
