@@ -63,4 +63,5 @@ MALFORMED = "malformed_chunk"  # an event that is not JSON or not a completion c
 SERVER_ERROR = "server_error"  # the server sent an error object inside the stream
 NO_USAGE = "no_usage"  # [DONE] came without any usage: output tokens unknown
 NO_OUTPUT = "no_output"  # finished with zero output tokens
-FAILURE_REASONS = (CONNECTION, TIMEOUT, STREAM_CUT, MALFORMED, SERVER_ERROR, NO_USAGE, NO_OUTPUT)
+ABANDONED = "abandoned"  # cancelled in flight: the level's SLO was already lost (abandon_when_lost)
+FAILURE_REASONS = (CONNECTION, TIMEOUT, STREAM_CUT, MALFORMED, SERVER_ERROR, NO_USAGE, NO_OUTPUT, ABANDONED)

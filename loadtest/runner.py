@@ -16,11 +16,12 @@ import math
 import resource
 
 from loadtest import arrivals
+from loadtest.abandon import MissCounter
 from loadtest.client import Prepared, build_body, send
 from loadtest.errors import LoadtestInputError, ServerUnreachable
 from loadtest.metrics import compute_metrics
 from loadtest.prompts import PromptFactory, load_tokenizer
-from loadtest.records import RequestRecord
+from loadtest.records import ABANDONED, RequestRecord
 from loadtest.report import LoadReport
 from loadtest.server_metrics import Scraper, summarize
 from loadtest.spec import ENDPOINTS, LoadSpec, base_url, check_server, validate
@@ -138,12 +139,38 @@ class _Run:
         )
         reqs = [self.prepare(first + k) for k in range(len(offsets))]
         start = self.clock.now() + 0.005
-        tasks = []
+        tasks: list[asyncio.Task[RequestRecord]] = []
+        counter = MissCounter(s.slos, len(offsets)) if s.abandon_when_lost else None
+        lost = asyncio.Event()
+
+        def judge(task: asyncio.Task[RequestRecord]) -> None:
+            if counter is not None and not task.cancelled() and task.exception() is None:
+                if counter.add(task.result()):
+                    lost.set()
+
         for off, req in zip(offsets, reqs, strict=True):
+            if lost.is_set():
+                break
             t = start + off
             await self.clock.sleep_until(t)
-            tasks.append(asyncio.create_task(send(self.transport, self.clock, self.url, req, t, s.timeout_s)))
-        return list(await asyncio.gather(*tasks))
+            task = asyncio.create_task(send(self.transport, self.clock, self.url, req, t, s.timeout_s))
+            task.add_done_callback(judge)
+            tasks.append(task)
+        if lost.is_set():
+            for task in tasks:
+                task.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        out: list[RequestRecord] = []
+        for req, t_off, res in zip(reqs, offsets, results, strict=False):
+            if isinstance(res, RequestRecord):
+                out.append(res)
+            elif isinstance(res, asyncio.CancelledError):
+                lost_slo = counter.lost_slo if counter else None
+                out.append(RequestRecord(index=req.index, scheduled_at=start + t_off, sent_at=start + t_off,
+                                         failure=ABANDONED, detail=f"level abandoned: {lost_slo} already lost"))
+            else:
+                raise res
+        return out
 
     async def execute(self) -> LoadReport:
         s = self.spec

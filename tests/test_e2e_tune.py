@@ -17,9 +17,11 @@ import pytest
 pytestmark = pytest.mark.vllm
 
 
-def vllm_processes():
-    out = subprocess.run(["pgrep", "-f", "vllm.entrypoints.openai.api_server|VLLM::"], capture_output=True, text=True)
-    return [p for p in out.stdout.split() if int(p) != os.getpid()]
+def vllm_processes(model):
+    """vLLM servers (or their watchdogs) serving ``model`` — this test's, not other users' of the machine."""
+    out = subprocess.run(["pgrep", "-af", "vllm.entrypoints.openai.api_server|watchdog"], capture_output=True,
+                         text=True)
+    return [line for line in out.stdout.splitlines() if str(model) in line]
 
 
 def tune_cli(*args, env=None, timeout=1500):
@@ -54,7 +56,7 @@ def test_slice_writes_the_contracted_files(study):
     assert best["slo_met"] and best["vllm"]["version"] and best["model"]["fingerprint"]
     assert best["best"]["goodput_req_s"] > 0 and best["best"]["metrics"]["ttft_ms"]["p95"] <= 2000
     assert "progress" not in proc.stdout and "[trial" in proc.stderr  # progress goes to stderr
-    assert not vllm_processes(), "tune left a vLLM process running"
+    assert not vllm_processes(model), "tune left a vLLM process running"
 
 
 def test_launch_script_serves(study):
@@ -80,7 +82,7 @@ def test_launch_script_serves(study):
         os.killpg(p.pid, signal.SIGTERM)
         p.wait(timeout=60)
     time.sleep(2)
-    assert not vllm_processes()
+    assert not vllm_processes(model)
 
 
 def test_retune_unchanged_reverifies(study, vllm_python):
@@ -110,4 +112,4 @@ def test_retune_detects_same_shape_weight_change(study):
         assert len(archived) == 1 and archived[0].read_text() == before
     else:
         assert (out / "launch.sh").read_text() == before
-    assert not vllm_processes()
+    assert not vllm_processes(model)

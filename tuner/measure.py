@@ -102,13 +102,14 @@ def slo_excess(rep: LoadReport, slos: tuple[SLO, ...]) -> float:
 
 
 def capacity_search(
-    run_rate: Callable[[float, int], LoadReport],
+    run_rate: Callable[[float, int, bool], LoadReport],
     run_probe: Callable[[int, int], LoadReport],
     plan: MeasurePlan,
     slos: tuple[SLO, ...],
     on_level: Callable[[Level], None] | None = None,
 ) -> CapacityResult:
-    """Find the highest passing Poisson rate. ``run_rate(rate, n)``, ``run_probe(concurrency, n)``."""
+    """Find the highest passing Poisson rate. ``run_rate(rate, n, may_abandon)`` measures one level (it may
+    stop early once the SLO is certainly lost when ``may_abandon``); ``run_probe(concurrency, n)``."""
     levels: list[Level] = []
 
     def note(level: Level) -> None:
@@ -126,9 +127,9 @@ def capacity_search(
     best: LoadReport | None = None
     closest: tuple[float, LoadReport] | None = None
 
-    def level(rate: float) -> bool:
+    def level(rate: float, may_abandon: bool = True) -> bool:
         nonlocal best_rate, best, closest
-        rep = run_rate(rate, plan.level_requests(rate))
+        rep = run_rate(rate, plan.level_requests(rate), may_abandon)
         note(_level("rate", rate, None, rep))
         if rep.slo_met:
             if best_rate is None or rate > best_rate:
@@ -140,7 +141,8 @@ def capacity_search(
         return False
 
     lo = plan.low_rate_fraction * saturation
-    if level(lo):  # else: the SLO does not hold even at low load, no capacity worth searching
+    # measured in full: if it misses, how far it misses is what the sampler learns from
+    if level(lo, may_abandon=False):  # else: the SLO does not hold even at low load, nothing to search
         hi = plan.high_rate_factor * saturation
         expansions = 0
         while level(hi):  # the closed-loop probe can underestimate capacity: widen the bracket

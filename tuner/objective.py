@@ -71,8 +71,8 @@ def _measure(url: str, config: ServeConfig, ctx: TrialContext, number: int,
                         tokenizer=ctx.tokenizer, output_tokens=ctx.output_tokens,
                         seed=ctx.plan.seed + number, **kw)
 
-    def run_rate(rate: float, n: int) -> LoadReport:
-        return run_load(spec(rate=rate, requests=n, concurrency=None, duration_s=None))
+    def run_rate(rate: float, n: int, may_abandon: bool) -> LoadReport:
+        return run_load(spec(rate=rate, requests=n, concurrency=None, duration_s=None, abandon_when_lost=may_abandon))
 
     def run_probe(conc: int, n: int) -> LoadReport:
         return run_load(spec(rate=None, requests=n, concurrency=conc, duration_s=None))

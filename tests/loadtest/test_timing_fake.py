@@ -196,3 +196,24 @@ def test_timeout_is_a_failure_reason() -> None:
     r, _ = run(lambda req, c: _Hanging(200, (), c), requests=2, timeout_s=0.05)
     assert r.failures == {"timeout": 2} and r.requests_ok == 0
     assert all(len(rec.chunks) == 1 for rec in r.records)  # what arrived before the timeout is kept
+
+
+def test_open_loop_abandons_a_level_once_its_slo_is_lost() -> None:
+    from loadtest.slo import parse_slos
+
+    slow = lambda req, c: FakeResponse.stream(c, [(3.0, 1), (0.01, 1)])  # noqa: E731 - TTFT 3 s every time
+    kw = dict(concurrency=None, rate=10.0, requests=100, arrival="constant", slos=parse_slos("ttft_p95=1s"))
+    full, t_full = run(slow, **kw)
+    cut, t_cut = run(slow, abandon_when_lost=True, **kw)
+    assert len(t_full.requests) == 100 and full.requests_failed == 0 and full.slo_met is False
+    assert len(t_cut.requests) < 100 and cut.slo_met is False  # stopped sending once > 5 of 100 missed
+    assert cut.failures.get("abandoned", 0) + cut.requests_ok == len(cut.records)
+
+
+def test_abandon_never_cuts_a_level_that_holds() -> None:
+    from loadtest.slo import parse_slos
+
+    fast = lambda req, c: FakeResponse.stream(c, [(0.05, 1), (0.01, 1)])  # noqa: E731
+    r, t = run(fast, concurrency=None, rate=10.0, requests=50, arrival="constant",
+               slos=parse_slos("ttft_p95=1s"), abandon_when_lost=True)
+    assert len(t.requests) == 50 and r.slo_met is True and r.requests_failed == 0

@@ -34,7 +34,7 @@ def server(capacity: float, base_ttft: float = 200.0):
     """TTFT grows sharply as the rate approaches capacity; saturation = capacity."""
     calls = []
 
-    def run_rate(rate, n):
+    def run_rate(rate, n, may_abandon=True):
         calls.append(rate)
         ttft = base_ttft / max(1e-6, 1 - rate / capacity) if rate < capacity else 60_000.0
         return FakeReport(ttft, min(rate, capacity), min(rate, capacity) if ttft <= 1000 else 0.0)
@@ -76,7 +76,7 @@ def test_dead_server_has_no_capacity():
     def run_probe(conc, n):
         return FakeReport(None, 0.0, 0.0, requests_failed=n)
 
-    res = capacity_search(lambda r, n: None, run_probe, MeasurePlan(), SLOS)
+    res = capacity_search(lambda r, n, a: None, run_probe, MeasurePlan(), SLOS)
     assert res.saturation_req_s == 0.0 and not res.slo_met
 
 
