@@ -30,6 +30,10 @@ def _headline(summary: Summary, meta: dict[str, Any]) -> str:
         return (f'<p class="bad"><b>No configuration met {slo} at any tested load.</b> '
                 "The closest configurations are listed below; no launch.sh was written.</p>")
     b = summary.best
+    if b.is_baseline:
+        return (f'<p class="ok"><b>vLLM\'s defaults were the best configuration found</b>: {b.goodput_req_s:.3f} '
+                f"req/s goodput while keeping {slo} (highest passing Poisson rate {_fmt(b.best_rate)} req/s); no "
+                "tried configuration beat them.</p>")
     gain = ("" if summary.gain_over_baseline is None
             else f" — <b>{summary.gain_over_baseline * 100:+.0f}%</b> goodput over vLLM's defaults")
     return (f'<p class="ok"><b>Trial {b.number} wins</b>: {b.goodput_req_s:.3f} req/s goodput while keeping '
@@ -69,6 +73,9 @@ def _charts(results: list[TrialResult], summary: Summary, importances: dict[str,
         names = list(importances)
         charts.append(bar_chart(names, [("importance", [importances[n] for n in names])],
                                 title="Parameter importance (share of goodput variance)"))
+    else:
+        charts.append("<p><em>Parameter importance: not estimated yet (needs at least 4 completed trials "
+                      "with varied parameters).</em></p>")
     b, base = summary.best, summary.baseline
     if b is not None and base is not None:
         groups = ["goodput (req/s)", "p95 TTFT (ms)", "p95 TPOT (ms)"]
