@@ -144,5 +144,6 @@ def test_cli_autoawq_without_interpreter_names_the_install_flag(
     monkeypatch.setattr("tuner.quantize.REPO_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
     model = _model(tmp_path / "m", b"\x00")
-    assert main(["quantize", "--model", str(model), "--out", str(tmp_path / "o"), "--backend", "autoawq"]) == 2
+    code = main(["quantize", "--model", str(model), "--out", str(tmp_path / "o"), "--backend", "autoawq"])
+    assert code == 2
     assert "--autoawq" in capsys.readouterr().err
