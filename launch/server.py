@@ -22,7 +22,7 @@ from typing import IO, Any, Protocol
 import httpx
 
 from launch.classify import classify_failure
-from launch.command import build_command
+from launch.command import build_command, env_to_unset
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
 from launch.process import LOG_TAIL_BYTES, free_port, group_members, read_log_tail, spawn_watched
@@ -237,6 +237,8 @@ def _start_once(config: ServeConfig, info: VllmInfo, *, host: str, port: int, lo
                 grace_s: float, base_env: dict[str, str] | None) -> LaunchedServer:
     argv, env_add = build_command(config, info, host=host, port=port)
     env = {**(os.environ if base_env is None else base_env), **env_add}
+    for name in env_to_unset(config, info):
+        env.pop(name, None)
     log_path = Path(log_dir) / f"vllm-{time.strftime('%Y%m%d-%H%M%S')}-{port}.log"
     t0 = time.monotonic()
     proc, log_file, pidfile = spawn_watched(argv, env, log_path, grace_s)

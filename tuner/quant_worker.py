@@ -1,15 +1,15 @@
 """The quantization subprocess: ``python -m tuner.quant_worker --job JOB.json --result RESULT.json``.
 
 Runs under the quantization interpreter (scripts/install-quantize.sh), never under vLLM's: it imports
-only the standard library, torch, transformers, llm-compressor (+ datasets, which llm-compressor
-needs) and its two torch/stdlib helpers ``tuner.quant_text`` and ``tuner.quant_metrics``. The parent
+only the standard library, torch, transformers, the backend's library and its stdlib/torch helpers
+``tuner.quant_text``, ``tuner.quant_metrics`` and the backend module — ``tuner.quant_llmc``
+(llm-compressor, the default) or ``tuner.quant_awq`` (AutoAWQ, deprecated). The parent
 (tuner.quantize) writes the job, relays the ``slotune-quant:`` progress lines from stderr and reads
 the result; the process exits before vLLM starts, so the memory it used is free again.
 
-Steps: held-out reference log-probs of the 16-bit model → AWQ + W4A16 group quantization
-(llm-compressor ``oneshot``) → per-layer output cosine; layers under ``restore_below`` join
-``ignore`` and the model is re-quantized (mixed precision), up to ``max_rounds`` → save in the
-compressed-tensors ``pack-quantized`` format → reload the saved directory and compare it with the
+Steps: held-out reference log-probs of the 16-bit model → AWQ + W4A16 group quantization → per-layer
+output cosine; layers under ``restore_below`` join ``ignore`` and the model is re-quantized (mixed
+precision), up to ``max_rounds`` → save → reload the saved directory and compare it with the
 reference (NLL, KL, top-1). The gate's verdict is the parent's job (tuner.quant_gate).
 """
 
@@ -40,10 +40,23 @@ def progress(message: str) -> None:
     print(f"slotune-quant: {message}", file=sys.stderr, flush=True)
 
 
-def _load(model_dir: str, device: str | None = None) -> Any:
+def _backend(name: str) -> Any:
+    if name == "llmcompressor":
+        from tuner import quant_llmc
+
+        return quant_llmc
+    if name == "autoawq":
+        from tuner import quant_awq
+
+        return quant_awq
+    raise ValueError(f"unknown backend {name!r}")
+
+
+def _load(model_dir: str, device: str | None, dtype: str) -> Any:
     from transformers import AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_pretrained(model_dir, dtype="auto", device_map=device)
+    torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
+    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype, device_map=device)
 
 
 def _sequences(tokenizer: Any, job: dict) -> tuple[list[torch.Tensor], list[torch.Tensor], str]:
@@ -76,48 +89,6 @@ def _sequences(tokenizer: Any, job: dict) -> tuple[list[torch.Tensor], list[torc
     return calib, held, source
 
 
-def _awq_modifier() -> Any:
-    """AWQ that skips smoothing mappings whose balance layers all stay 16-bit.
-
-    llm-compressor 0.14.0.1 keeps such a mapping when its smooth layer is quantized (v_proj → o_proj
-    with o_proj restored) and then divides by zero in ``_compute_layer_means``; smoothing protects the
-    balance layers' quantization only, so with none quantized there is nothing to do.
-    """
-    from llmcompressor.modifiers.transform.awq import AWQModifier
-
-    class RestorationAwareAWQ(AWQModifier):
-        def _set_resolved_mappings(self, model: Any) -> None:
-            super()._set_resolved_mappings(model)
-            self._resolved_mappings = [
-                m for m in self._resolved_mappings
-                if any(hasattr(b, "quantization_scheme") for b in m.balance_layers)]
-
-    return RestorationAwareAWQ()
-
-
-def _recipe(recipe: dict, ignore: list[str]) -> list[Any]:
-    from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
-    from llmcompressor.modifiers.quantization import QuantizationModifier
-
-    weights = QuantizationArgs(num_bits=recipe["bits"], type="int", strategy="group",
-                               group_size=recipe["group_size"], symmetric=recipe["symmetric"], dynamic=False)
-    scheme = QuantizationScheme(targets=["Linear"], weights=weights)
-    return [_awq_modifier(), QuantizationModifier(config_groups={"group_0": scheme}, ignore=list(ignore))]
-
-
-def _quantize_once(job: dict, calib: list[torch.Tensor], ignore: list[str]) -> Any:
-    from datasets import Dataset
-    from llmcompressor import oneshot
-
-    model = _load(job["model_dir"])
-    data = Dataset.from_dict({"input_ids": [s.tolist() for s in calib],
-                              "attention_mask": [[1] * len(s) for s in calib]})
-    oneshot(model=model, dataset=data, recipe=_recipe(job["recipe"], ignore),
-            num_calibration_samples=len(calib), max_seq_length=job["max_seq_len"],
-            shuffle_calibration_samples=False)
-    return model
-
-
 def _siblings(name: str, names: dict[str, float]) -> list[str]:
     prefix, _, leaf = name.rpartition(".")
     for group in _FUSED:
@@ -136,21 +107,18 @@ def _pick_restored(low: list[tuple[float, str]], cosines: dict[str, float], budg
     return picked
 
 
-def _quantize_with_restoration(job: dict, calib: list[torch.Tensor], held: list[torch.Tensor],
+def _quantize_with_restoration(backend: Any, job: dict, calib: list[torch.Tensor],
+                               held: list[torch.Tensor],
                                ) -> tuple[Any, dict[str, float], dict[str, float], list[str]]:
     """Quantize; restore layers whose output cosine is under ``restore_below`` and re-quantize."""
-    from llmcompressor.utils import dispatch_for_generation
-
     recipe = job["recipe"]
     ignore: list[str] = list(recipe["ignore"])
     restored: dict[str, float] = {}
     total = None
     for round_no in range(1, recipe["max_rounds"] + 1):
-        progress(f"round {round_no}: AWQ W{recipe['bits']}A16 group {recipe['group_size']} on "
+        progress(f"round {round_no}: {backend.NAME} AWQ W{recipe['bits']}A16 group {recipe['group_size']} on "
                  f"{len(calib)} calibration samples ({len(ignore)} modules left 16-bit)")
-        model = _quantize_once(job, calib, ignore)
-        dispatch_for_generation(model)
-        cosines = quant_metrics.layer_cosines(model, held)
+        model, cosines = backend.quantize_once(job, calib, held, ignore)
         total = total or len(cosines)
         low = sorted((c, n) for n, c in cosines.items() if c < recipe["restore_below"])
         worst = f"; lowest {min(cosines.values()):.5f}" if cosines else ""
@@ -169,44 +137,32 @@ def _quantize_with_restoration(job: dict, calib: list[torch.Tensor], held: list[
     raise AssertionError("unreachable")
 
 
-def _save(model: Any, tokenizer: Any, job: dict) -> None:
+def _save(backend: Any, model: Any, tokenizer: Any, job: dict) -> None:
     out, src = Path(job["out_dir"]), Path(job["model_dir"])
-    model.save_pretrained(out, save_compressed=True)
+    backend.save(model, out)
     tokenizer.save_pretrained(out)
     for f in src.iterdir():  # chat templates, processor configs, licences … (not the 16-bit weights)
         if f.is_file() and not (out / f.name).exists() and not f.name.endswith(_WEIGHT_FILES):
             shutil.copy2(f, out / f.name)
 
 
-def _damage(out_dir: str, kind: str) -> None:
-    """Test seam: corrupt the saved quantized weights so that the gate must fail."""
-    from safetensors.torch import load_file, save_file
-
-    gen = torch.Generator().manual_seed(0)
-    for f in sorted(Path(out_dir).glob("*.safetensors")):
-        tensors = load_file(f)
-        for name, t in tensors.items():
-            if kind == "packed" and name.endswith("weight_packed"):
-                tensors[name] = torch.randint(-2**31, 2**31 - 1, t.shape, generator=gen, dtype=t.dtype)
-            elif kind == "scales" and name.endswith("weight_scale"):
-                tensors[name] = t * 16
-        save_file(tensors, f, metadata={"format": "pt"})
-    progress(f"DAMAGED the saved weights ({kind}) on request (test seam)")
-
-
 def _versions() -> dict[str, str]:
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
-    return {p: version(p) for p in ("torch", "transformers", "llmcompressor", "compressed-tensors")}
+    out = {}
+    for p in ("torch", "transformers", "llmcompressor", "compressed-tensors", "autoawq"):
+        try:
+            out[p] = version(p)
+        except PackageNotFoundError:
+            pass
+    return out
 
 
 def run(job: dict) -> dict:
     from transformers import AutoTokenizer
 
-    if not torch.accelerator.is_available():  # llm-compressor pins intermediates, which needs a device
-        from llmcompressor.pipelines.cache import IntermediatesCache
-
-        IntermediatesCache.pin_memory = lambda self, *a, **k: None  # type: ignore[method-assign]
+    backend = _backend(job.get("backend", "llmcompressor"))
+    backend.prepare()
     torch.manual_seed(job["seed"])
     device = "cuda" if torch.cuda.is_available() else None
     t0 = time.monotonic()
@@ -214,25 +170,26 @@ def run(job: dict) -> dict:
     calib, held, source = _sequences(tokenizer, job)
     progress(f"{len(calib)} calibration sequences ({source}), {len(held)} held-out sequences "
              f"({sum(len(s) for s in held)} tokens)")
-    base = _load(job["model_dir"], device)
+    base = _load(job["model_dir"], device, backend.EVAL_DTYPE)
     reference = quant_metrics.reference_logprobs(base, held)
     del base
     t_ref = time.monotonic()
-    model, cosines, restored, ignore = _quantize_with_restoration(job, calib, held)
+    model, cosines, restored, ignore = _quantize_with_restoration(backend, job, calib, held)
     t_quant = time.monotonic()
-    progress(f"saving compressed-tensors to {job['out_dir']}")
-    _save(model, tokenizer, job)
+    progress(f"saving to {job['out_dir']}")
+    _save(backend, model, tokenizer, job)
     del model
     if job.get("damage"):
-        _damage(job["out_dir"], job["damage"])
+        backend.damage(Path(job["out_dir"]), job["damage"])
+        progress(f"DAMAGED the saved weights ({job['damage']}) on request (test seam)")
     progress("reloading the saved model and comparing it with the 16-bit model on held-out text")
-    metrics = quant_metrics.compare_logprobs(_load(job["out_dir"], device), held, reference)
+    metrics = quant_metrics.compare_logprobs(backend.load_quantized(job, device), held, reference)
     progress(f"ppl {metrics['ppl_base']:.4g} -> {metrics['ppl_quant']:.4g}, "
              f"KL {metrics['kl_divergence']:.4g}, top-1 agreement {metrics['top1_agreement']:.4f}")
     return {
         "metrics": metrics, "layer_cosine": cosines, "restored_layers": list(restored),
         "restored_cosine": restored, "ignore": ignore, "calibration_source": source,
-        "calibration_samples": len(calib), "held_out_sequences": len(held),
+        "calibration_samples": len(calib), "held_out_sequences": len(held), "backend": backend.NAME,
         "timings_s": {"reference": t_ref - t0, "quantize": t_quant - t_ref,
                       "total": time.monotonic() - t0},
         "device": device or "cpu", "versions": _versions(),

@@ -161,13 +161,12 @@ def _check_backend(backend: str, python: str) -> None:
         raise UsageError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
     if not (shutil.which(python) or Path(python).is_file()):
         raise UsageError(f"quantization interpreter {python} not found; run scripts/install-quantize.sh")
-    if backend == "autoawq":
+    if backend == "autoawq":  # never a silent fallback to the other backend
         probe = subprocess.run([python, "-c", "import awq"], capture_output=True, timeout=300)
         if probe.returncode != 0:
             raise UsageError(f"the autoawq backend is not installed in {python} (AutoAWQ is deprecated "
-                             "upstream); use --backend llmcompressor (the default)")
-        raise UsageError("the autoawq backend is installed but slotune does not drive it yet; "
-                         "use --backend llmcompressor (the default)")
+                             "upstream): run 'bash scripts/install-quantize.sh --autoawq' and pass its "
+                             "interpreter, or use --backend llmcompressor (the default)")
 
 
 def _prepare_out(out_dir: Path) -> None:
@@ -199,6 +198,8 @@ def quantize(model_dir: str | Path, out_dir: str | Path, *, python: str,
     if damage not in (None, "packed", "scales"):
         raise ValueError(f"damage must be None, 'packed' or 'scales', not {damage!r}")
     _check_backend(backend, python)
+    if backend == "autoawq" and recipe.symmetric:
+        raise UsageError("the autoawq backend writes the zero-point (asymmetric) format only")
     _prepare_out(out_dir)
     calib_texts, held_texts, calib_hash = _calibration(calib, samples, recipe.seed)
     key = quant_cache.cache_key(quant_cache.model_fingerprint(model_dir), recipe.to_job(), calib_hash,
@@ -213,7 +214,7 @@ def quantize(model_dir: str | Path, out_dir: str | Path, *, python: str,
         job = {"model_dir": str(model_dir.resolve()), "out_dir": str(staging.resolve()),
                "recipe": recipe.to_job(), "calib_texts": calib_texts, "held_out_texts": held_texts,
                "samples": samples, "max_seq_len": recipe.max_seq_len, "held_out": recipe.held_out,
-               "seed": recipe.seed, "damage": damage}
+               "seed": recipe.seed, "damage": damage, "backend": backend}
         try:
             measured = _run_worker(python, job, staging / _LOG, on_progress)
         except BaseException:
@@ -240,13 +241,18 @@ def quantize(model_dir: str | Path, out_dir: str | Path, *, python: str,
     return result
 
 
-def default_python() -> str | None:
-    """``$SLOTUNE_QUANTIZE_PYTHON``, else ``.venv-quant/bin/python`` in the repo or the current dir."""
-    env = os.environ.get("SLOTUNE_QUANTIZE_PYTHON")
+def default_python(backend: str = "llmcompressor") -> str | None:
+    """``$SLOTUNE_QUANTIZE_PYTHON``, else ``.venv-quant/bin/python`` in the repo or the current dir.
+
+    For the autoawq backend: ``$SLOTUNE_AUTOAWQ_PYTHON``, else ``.venv-awq/bin/python``.
+    """
+    var, venv = ("SLOTUNE_AUTOAWQ_PYTHON", ".venv-awq") if backend == "autoawq" else \
+        ("SLOTUNE_QUANTIZE_PYTHON", ".venv-quant")
+    env = os.environ.get(var)
     if env:
         return env
     for root in (REPO_ROOT, Path.cwd()):
-        candidate = root / ".venv-quant" / "bin" / "python"
+        candidate = root / venv / "bin" / "python"
         if candidate.exists():
             return str(candidate)
     return None

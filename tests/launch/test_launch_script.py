@@ -126,6 +126,9 @@ def test_gpu_env_is_exported(make_info) -> None:
     text = render_launch_script(ServeConfig(model="m"), make_info("0.26.0", platform="cuda"), fingerprint="x",
                                 model_dir="/m")
     assert "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in text
+    capped = ServeConfig(model="m", kv_cache_memory_bytes=1 << 29)
+    text = render_launch_script(capped, make_info("0.32.0", platform="cpu"), fingerprint="x", model_dir="/m")
+    assert "unset VLLM_CPU_KVCACHE_SPACE\n" in text
 
 
 def test_docker_run_command(make_info) -> None:

@@ -1,4 +1,4 @@
-"""End to end against real vLLM (the CPU build): four real server starts in this file (one
+"""End to end against real vLLM (the CPU build): five real server starts in this file (one
 more in test_launch_script_e2e.py). Every start holds /tmp/slotune-vllm.lock while it boots, so
 test runs on a shared machine do not all compile at once."""
 
@@ -61,7 +61,8 @@ def kv_bytes_per_token(model_dir: Path) -> int:
 
 class TestGoodStart:
     @pytest.fixture(scope="class")
-    def server(self, vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], vllm_start_lock: Callable,
+    @classmethod
+    def server(cls, vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], vllm_start_lock: Callable,
                tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedServer]:
         config = ServeConfig(model=str(tiny_model), served_model_name="tiny", max_model_len=1024,
                              max_num_seqs=8, enable_prefix_caching=False)
@@ -163,3 +164,30 @@ def test_kill_9_of_the_tuner_leaves_no_vllm_process(vllm_python: str, tiny_model
     parent.wait()
     left = wait_until_gone(name, up["pgid"], timeout=30)  # grace 5 s, then SIGKILL
     assert left == [], f"survivors: {left}"
+
+
+def test_crash_after_start_is_classified(vllm_python: str, tiny_model: Path, cpu_env: dict[str, str],
+                                         tmp_path: Path, vllm_start_lock: Callable) -> None:
+    """SIGKILL of the EngineCore of a healthy server: the API server dies, failure() says why.
+    Also: kv_cache_memory_bytes wins over an inherited VLLM_CPU_KVCACHE_SPACE (launch unsets it)."""
+    name = f"crash-{uuid.uuid4().hex[:8]}"
+    config = ServeConfig(model=str(tiny_model), served_model_name=name, max_model_len=512,
+                         kv_cache_memory_bytes=256 << 20)
+    with vllm_start_lock():
+        server = start_server(config, python=vllm_python, log_dir=tmp_path, base_env=cpu_env,
+                              warmup_requests=1)
+    with server:
+        assert "VLLM_CPU_KVCACHE_SPACE" in cpu_env and server.readback.kv_cache_memory_bytes == 256 << 20
+        assert server.failure() is None
+        engine = [p for p in group_members(server.pgid)
+                  if "EngineCore" in Path(f"/proc/{p}/comm").read_text()]
+        assert len(engine) == 1, engine
+        os.kill(engine[0], signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while server.returncode() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        failure = server.failure()
+        assert failure is not None, "the API server survived its EngineCore"
+        assert failure.reason == "crashed_after_start", failure
+        assert not server.alive()
+    assert wait_until_gone(name, server.pgid, timeout=15) == []

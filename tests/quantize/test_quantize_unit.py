@@ -136,3 +136,14 @@ def test_cli_help_says_autoawq_is_deprecated(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit):
         main(["quantize", "--help"])
     assert "DEPRECATED" in capsys.readouterr().out
+
+
+def test_cli_autoawq_without_interpreter_names_the_install_flag(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("SLOTUNE_AUTOAWQ_PYTHON", raising=False)
+    monkeypatch.setattr("tuner.quantize.REPO_ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    model = _model(tmp_path / "m", b"\x00")
+    code = main(["quantize", "--model", str(model), "--out", str(tmp_path / "o"), "--backend", "autoawq"])
+    assert code == 2
+    assert "--autoawq" in capsys.readouterr().err

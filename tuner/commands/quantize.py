@@ -27,11 +27,13 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "text; a slice of FILE also joins the gate's held-out text)")
     p.add_argument("--samples", type=int, default=128, help="calibration samples (default 128)")
     p.add_argument("--backend", choices=("llmcompressor", "autoawq"), default="llmcompressor",
-                   help="llmcompressor (default, AWQ) or autoawq — AutoAWQ is DEPRECATED upstream and "
-                        "slotune does not drive it; choosing it fails with a message")
+                   help="llmcompressor (default: AWQ saved as compressed-tensors) or autoawq (AWQ GEMM "
+                        "format; AutoAWQ is DEPRECATED upstream and unmaintained: dense models only, needs "
+                        "its own interpreter from 'scripts/install-quantize.sh --autoawq')")
     p.add_argument("--quantize-python", metavar="PY",
-                   help="interpreter with llm-compressor (default: $SLOTUNE_QUANTIZE_PYTHON, else "
-                        ".venv-quant/bin/python in the repo or the current directory)")
+                   help="interpreter with the backend's library (default: $SLOTUNE_QUANTIZE_PYTHON, else "
+                        ".venv-quant/bin/python in the repo or the current directory; for autoawq "
+                        "$SLOTUNE_AUTOAWQ_PYTHON, else .venv-awq/bin/python)")
     p.add_argument("--cache-dir", metavar="DIR", help="also keep finished quantizations here, keyed by "
                    "model contents + recipe + calibration data, and reuse them")
     p.add_argument("--restore-below", type=float, default=0.99,
@@ -48,8 +50,11 @@ def run(args: argparse.Namespace) -> int:
     from tuner.errors import QuantizeError
     from tuner.quantize import GateThresholds, QualityGateError, QuantizeRecipe, default_python, quantize
 
-    python = args.quantize_python or default_python()
+    python = args.quantize_python or default_python(args.backend)
     if python is None:
+        if args.backend == "autoawq":
+            raise UsageError("no AutoAWQ interpreter: run 'bash scripts/install-quantize.sh --autoawq' "
+                             "(creates .venv-awq) or pass --quantize-python / set SLOTUNE_AUTOAWQ_PYTHON")
         raise UsageError("no quantization interpreter: run 'bash scripts/install-quantize.sh' (creates "
                          ".venv-quant) or pass --quantize-python / set SLOTUNE_QUANTIZE_PYTHON")
     recipe = QuantizeRecipe(scheme=args.scheme, group_size=args.group_size, restore_below=args.restore_below)
