@@ -53,3 +53,11 @@ def test_subcommands_have_help():
     for sub in ("budget", "quantize", "retune", "init", "demo", "make-model"):
         proc = subprocess.run([sys.executable, "-m", "tuner.cli", sub, "--help"], capture_output=True, text=True)
         assert proc.returncode == 0 and "usage: tune " + sub in proc.stdout, (sub, proc.stderr)
+
+
+@pytest.mark.vllm
+def test_gpu_profile_must_match_the_vllm_build(model, capsys, tmp_path, monkeypatch, vllm_python):
+    monkeypatch.chdir(tmp_path)
+    code, err = run_cli(["--model", str(model), "--gpu", "a30", "--slo", "ttft_p95=2s",
+                         "--vllm-python", vllm_python], capsys)
+    assert code == 2 and "--gpu a30 does not match" in err and "CPU build" in err

@@ -87,7 +87,18 @@ def load_inputs(settings: TuneSettings) -> Inputs:
     if workload.max_input_tokens + workload.max_output_tokens > spec.max_position_embeddings:
         raise UsageError(f"workload {workload.name!r} needs {workload.max_input_tokens + workload.max_output_tokens} "
                          f"tokens per request but the model allows {spec.max_position_embeddings}")
+    if settings.docker_image:
+        raise UsageError(f"docker_image {settings.docker_image!r}: tune cannot launch trials in Docker yet (the "
+                         "backend exists in launch.docker_backend, but tune would need the image's flags without "
+                         "an engine to ask); use --vllm-python with an interpreter that has vLLM")
     info = probe_vllm(settings.vllm_python)
+    device = actual or gpu
+    if device.is_cpu != (info.platform == "cpu"):
+        build = "the CPU build" if info.platform == "cpu" else f"a {info.platform} build"
+        fix = ("pass --gpu cpu, or --vllm-python with a CUDA build of vLLM on a GPU machine" if info.platform == "cpu"
+               else "pass the GPU's profile (or --gpu auto) instead of cpu")
+        raise UsageError(f"--gpu {settings.gpu} does not match the vLLM in {settings.vllm_python}: it is {build} "
+                         f"of vLLM {info.version}; {fix}")
     kv_space = None
     if gpu.is_cpu:
         kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or CPU_KV_SPACE_DEFAULT_GIB
