@@ -85,9 +85,18 @@ def test_launch_script_serves(study):
     assert not vllm_processes(model)
 
 
-def test_retune_unchanged_reverifies(study, vllm_python):
+def tune_cli_in(cwd, *args, env=None, timeout=1500):
+    return subprocess.run([sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd)
+
+
+def test_retune_unchanged_reverifies(study, vllm_python, tmp_path):
+    """From a deployment folder with slotune.yaml, `tune retune` needs no arguments (issue #10)."""
     model, out, _, env = study
-    proc = tune_cli("retune", "--study", str(out), "--json", env=env)
+    (tmp_path / "slotune.yaml").write_text(
+        f"model: {model}\ngpu: cpu\nslo: ttft_p95=2s\nworkload: chat\nout: {out}\nvllm_python: {vllm_python}\n")
+    env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))}
+    proc = tune_cli_in(tmp_path, "retune", "--json", env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
     assert doc["model_changed"] is False and doc["versions_changed"] is False and doc["regression"] is False
