@@ -30,6 +30,7 @@ class TrialFailed(Exception):
 
 def storage_for(url: str) -> optuna.storages.BaseStorage:
     """An RDB storage with heartbeats, so trials of a killed tuner are marked FAIL on resume."""
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # heartbeat, group
     return optuna.storages.RDBStorage(url, heartbeat_interval=30, grace_period=120,
                                       engine_kwargs={"pool_pre_ping": True} if not url.startswith("sqlite") else {})
 
