@@ -101,7 +101,7 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
     def on_level(level: Level) -> None:
         levels.append(level.to_dict())
         what = f"rate {level.rate:.2f}/s" if level.rate is not None else f"probe c={level.concurrency}"
-        vals = ", ".join(f"{k} {v:.0f}ms" for k, v in level.slo_values.items() if v is not None)
+        vals = ", ".join(f"{k} {v:.0f}ms" for k, v in level.slo_values.items() if v is not None) or "lost early"
         progress(f"{what}: {'met' if level.slo_met else 'missed'} ({vals}) goodput {level.goodput_req_s:.2f}/s")
 
     try:

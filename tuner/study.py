@@ -128,7 +128,9 @@ def run_study(
                                 time_budget_s)
                     st.stop()
 
-    stop = optuna.study.MaxTrialsCallback(total_trials, states=None)
+    # counts finished and running trials of every worker, not the enqueued (WAITING) ones
+    ts = optuna.trial.TrialState
+    stop = optuna.study.MaxTrialsCallback(total_trials, states=(ts.COMPLETE, ts.PRUNED, ts.FAIL, ts.RUNNING))
     study.optimize(objective, n_trials=remaining, n_jobs=max(1, len(devices or [None])),
                    catch=(TrialFailed,), callbacks=[callback, stop], gc_after_trial=False)
     return remaining

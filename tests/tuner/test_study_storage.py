@@ -67,3 +67,11 @@ def test_two_workers_share_one_postgres_study(postgres_url):
     numbers = [r.number for r in results]
     assert len(numbers) == len(set(numbers)) and 8 <= len(numbers) <= 9  # MaxTrials may overshoot by one
     assert {r.extra["worker"] for r in results} == {"a", "b"}
+
+
+def test_enqueued_warm_starts_do_not_count_against_the_trial_budget(tmp_path):
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [{"max_num_seqs": 7}, {"max_num_seqs": 9}], baseline=True)
+    assert run_study(study, 3, fake_run_one, lambda st: None) == 3
+    res = results_of(study)
+    assert len(res) == 3 and [r.config.max_num_seqs for r in res[1:]] == [7, 9]
