@@ -84,7 +84,8 @@ class QuantizeResult:
     measured: dict[str, Any]  # the worker's raw result (timings, versions, calibration source …)
 
     def to_dict(self) -> dict[str, Any]:
-        keep = ("calibration_source", "calibration_samples", "timings_s", "device", "versions", "ignore")
+        keep = ("backend", "calibration_source", "calibration_samples", "timings_s", "device", "versions",
+                "ignore")
         return {"out_dir": str(self.out_dir), "cached": self.cached, "key": self.key,
                 "restored_layers": list(self.restored_layers), **self.quality.to_dict(),
                 **{k: self.measured[k] for k in keep if k in self.measured}}
