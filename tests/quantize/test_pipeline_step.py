@@ -1,0 +1,27 @@
+"""`tune … --quantize awq`: quantization is the pipeline's first step and its output becomes a knob."""
+
+import optuna
+
+from tuner.inputs import load_inputs
+from tuner.pipeline import base_config, space_context
+from tuner.quantize_step import maybe_quantize
+from tuner.settings import resolve
+from tuner.space import suggest_config
+
+
+def test_quantize_first_then_search_both_variants(quant_python, tiny_model, vllm_python, tmp_path, monkeypatch):
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    settings = resolve({}, {"model": str(tiny_model), "gpu": "cpu", "slo": "ttft_p95=2s", "quantize": "awq",
+                            "quantize_python": quant_python, "out": str(tmp_path / "study"),
+                            "vllm_python": vllm_python})
+    inputs = load_inputs(settings)
+    qdir = maybe_quantize(settings, inputs)
+    assert qdir is not None and qdir.startswith(str(tmp_path / "study"))
+    cfg = (tmp_path / "study" / "quantized" / "config.json").read_text()
+    assert "compressed-tensors" in cfg and "pack-quantized" in cfg
+    ctx = space_context(inputs, base_config(inputs), qdir)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    models = {suggest_config(study.ask(), ctx).model for _ in range(12)}
+    assert models == {str(inputs.model_dir), qdir}
+    # a second run of the same model reuses the quantized output (the cache is keyed by the fingerprint)
+    assert maybe_quantize(settings, inputs) == qdir
