@@ -21,14 +21,14 @@ from loadtest.report import LoadReport
 from loadtest.runner import LoadSpec, run_load
 from loadtest.slo import SLO
 from loadtest.workload import Workload
-from tuner.budget import emulated_gmu, estimate_budget
+from tuner.budget import default_batch_limits, emulated_gmu, estimate_budget
 from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, Level, MeasurePlan, capacity_search, slo_excess
 from tuner.model_spec import ModelSpec
 from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
 
 MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
-DEFAULT_GMU = 0.9
+DEFAULT_GMU = 0.92  # vLLM 0.26 and 0.32 (EngineArgs), GPU and CPU alike
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,15 @@ class TrialContext:
 
 def launched_config(config: ServeConfig, ctx: TrialContext) -> ServeConfig:
     """The config really started: with memory emulation, gmu is rescaled so that vLLM's budget
-    (total × gmu) equals the emulated GPU's. Speed is not emulated."""
+    (total × gmu) equals the emulated GPU's, and the batch limits vLLM would pick on the emulated GPU
+    (its defaults depend on device memory) are pinned. Speed is not emulated."""
     if ctx.actual_memory_bytes is None or ctx.gpu.is_cpu:
         return config
     gmu = config.gpu_memory_utilization or DEFAULT_GMU
-    return replace(config, gpu_memory_utilization=round(emulated_gmu(ctx.gpu, ctx.actual_memory_bytes, gmu), 4))
+    seqs, tokens = default_batch_limits(ctx.gpu, ctx.vllm_version or "0.0", config.tensor_parallel_size or 1)
+    return replace(config, gpu_memory_utilization=round(emulated_gmu(ctx.gpu, ctx.actual_memory_bytes, gmu), 4),
+                   max_num_seqs=config.max_num_seqs or seqs,
+                   max_num_batched_tokens=config.max_num_batched_tokens or tokens)
 
 
 def _measure(url: str, config: ServeConfig, ctx: TrialContext, number: int,
