@@ -92,11 +92,11 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
     t0 = time.monotonic()
     budget = estimate_budget(ctx.spec, ctx.gpu, config, vllm_version=ctx.vllm_version, env=ctx.env)
     bd = budget.to_dict()
-    base = {"number": number, "is_baseline": is_baseline, "config": config, "budget": bd}
+    base = TrialResult(number=number, state=PRUNED, is_baseline=is_baseline, config=config, budget=bd)
     if not budget.feasible:
         reason = "budget: " + "; ".join(budget.reasons)
         progress(f"pruned before launch: {reason}")
-        return TrialResult(state=PRUNED, fail_reason=reason, constraint=math.inf, **base)
+        return replace(base, fail_reason=reason, constraint=math.inf)
     launched = launched_config(config, ctx)
     if device is not None:
         launched = launched.with_env(CUDA_VISIBLE_DEVICES=device)
@@ -125,21 +125,20 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
             tail = "" if alive else srv.log_tail()
     except LaunchFailure as exc:
         progress(f"launch failed: {exc}")
-        return TrialResult(state=FAIL, launched=launched, fail_reason=f"{exc.reason}: {exc.detail}",
-                           log_tail=exc.log_tail, duration_s=time.monotonic() - t0, constraint=math.inf,
-                           extra={"budget_admitted_but_failed": exc.reason in MEMORY_REASONS}, **base)
-    common = dict(launched=launched, readback=readback, startup_s=startup_s, levels=tuple(levels),
-                  saturation_req_s=cap.saturation_req_s, duration_s=time.monotonic() - t0, **base)
+        return replace(base, state=FAIL, launched=launched, fail_reason=f"{exc.reason}: {exc.detail}",
+                       log_tail=exc.log_tail, duration_s=time.monotonic() - t0, constraint=math.inf,
+                       extra={"budget_admitted_but_failed": exc.reason in MEMORY_REASONS})
+    measured = replace(base, state=COMPLETE, launched=launched, readback=readback, startup_s=startup_s,
+                       levels=tuple(levels), saturation_req_s=cap.saturation_req_s,
+                       duration_s=time.monotonic() - t0)
     if not alive:
-        return TrialResult(state=FAIL, fail_reason="crashed_after_start: the server died during the load test",
-                           log_tail=tail, constraint=math.inf, **common)
+        return replace(measured, state=FAIL, fail_reason="crashed_after_start: the server died during the load test",
+                       log_tail=tail, constraint=math.inf)
     if cap.best is not None:
-        return TrialResult(state=COMPLETE, slo_met=True, goodput_req_s=cap.goodput_req_s, best_rate=cap.best_rate,
-                           report=cap.best.to_dict(), constraint=min(0.0, slo_excess(cap.best, ctx.slos)),
-                           **common)
+        return replace(measured, slo_met=True, goodput_req_s=cap.goodput_req_s, best_rate=cap.best_rate,
+                       report=cap.best.to_dict(), constraint=min(0.0, slo_excess(cap.best, ctx.slos)))
     closest = cap.closest
     excess = slo_excess(closest, ctx.slos) if closest is not None else math.inf
-    return TrialResult(state=COMPLETE, slo_met=False, goodput_req_s=0.0,
-                       report=closest.to_dict() if closest is not None else None,
-                       fail_reason="slo_not_met: no tested load kept every SLO",
-                       constraint=excess if math.isfinite(excess) else 1e6, **common)
+    return replace(measured, report=closest.to_dict() if closest is not None else None,
+                   fail_reason="slo_not_met: no tested load kept every SLO",
+                   constraint=excess if math.isfinite(excess) else 1e6)

@@ -38,10 +38,11 @@ def _check(path: Path, line: int, key: str, value: Any) -> Any:
         raise ProfileError(f"{where} must be {f.type.__name__} ({f.help}), got {value!r}")
     if key == "slo":
         try:
-            parse_slos(value)
+            parse_slos(str(value))
         except SLOError as exc:
             raise ProfileError(f"{where}: {exc}") from None
-    if key in ("trials", "level_seconds", "startup_timeout", "output_tokens", "time_budget") and value <= 0:
+    numeric = ("trials", "level_seconds", "startup_timeout", "output_tokens", "time_budget")
+    if key in numeric and isinstance(value, (int, float)) and value <= 0:
         raise ProfileError(f"{where} must be positive, got {value!r}")
     return value
 

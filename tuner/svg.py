@@ -79,7 +79,7 @@ def bar_chart(groups: Sequence[str], series: Sequence[tuple[str, Sequence[float 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     """Points (x = latency, lower better; y = goodput, higher better) not dominated by any other."""
-    front = []
+    front: list[tuple[float, float]] = []
     for x, y in sorted(points, key=lambda p: (p[0], -p[1])):
         if not front or y > front[-1][1]:
             front.append((x, y))
