@@ -179,8 +179,8 @@ def test_crash_after_start_is_classified(vllm_python: str, tiny_model: Path, cpu
     with server:
         assert "VLLM_CPU_KVCACHE_SPACE" in cpu_env and server.readback.kv_cache_memory_bytes == 256 << 20
         assert server.failure() is None
-        engine = [p for p in group_members(server.pgid)
-                  if "EngineCore" in Path(f"/proc/{p}/comm").read_text()]
+        engine = [p for p in group_members(server.pgid)  # comm is cut to 15 chars: "VLLM::EngineCor"
+                  if Path(f"/proc/{p}/comm").read_text().startswith("VLLM::EngineCor")]
         assert len(engine) == 1, engine
         os.kill(engine[0], signal.SIGKILL)
         deadline = time.monotonic() + 60
