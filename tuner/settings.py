@@ -6,6 +6,8 @@ project file reader (tuner.project), ``tune init`` and the CLI flags all use it,
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -113,4 +115,6 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], *, source:
         raise UsageError(f"trials must be at least 1, got {merged.get('trials')}")
     if not merged.get("vllm_python"):
         merged["vllm_python"] = sys.executable
+    python = str(merged["vllm_python"])  # absolute (launch.sh runs from anywhere), symlinks kept (venvs)
+    merged["vllm_python"] = os.path.abspath(python) if os.sep in python else (shutil.which(python) or python)
     return TuneSettings(**merged)
