@@ -22,15 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from launch.classify import classify_failure
 from launch.config import ServeConfig
-from launch.errors import LaunchFailure, LaunchInputError
+from launch.errors import LaunchInputError
 from launch.process import LOG_TAIL_BYTES, free_port, spawn_watched
 from launch.readback import ReadBack
 from launch.script import container_command, docker_image
-from launch.server import read_back, wait_healthy, warm_up
+from launch.server import ServerBase, read_back, wait_healthy, warm_up
 from launch.vllm_info import VllmInfo
 
 CONTAINER_PORT = 8000
@@ -62,7 +59,7 @@ def container_spec(config: ServeConfig, info: VllmInfo, *, host: str, port: int,
     }
 
 
-class DockerServer:
+class DockerServer(ServerBase):
     """A vLLM container owned by this process; the interface of launch.server.LaunchedServer."""
 
     def __init__(self, *, config: ServeConfig, info: VllmInfo, container: Any, host: str, port: int,
@@ -97,28 +94,12 @@ class DockerServer:
         state = self._container.attrs.get("State", {})
         return 137 if state.get("OOMKilled") else int(state.get("ExitCode", 1))
 
-    def alive(self) -> bool:
-        return not self._stopped and self.returncode() is None
-
     def log_tail(self, nbytes: int = LOG_TAIL_BYTES) -> str:
         try:
             text = self._container.logs(stdout=True, stderr=True, tail=5000).decode("utf-8", "replace")
         except Exception:  # noqa: BLE001 - container gone: fall back to the saved copy
             text = self.log_path.read_text() if self.log_path.exists() else ""
         return text[-nbytes:]
-
-    def failure(self, phase: str = "running") -> LaunchFailure | None:
-        rc = None if self._stopped else self.returncode()
-        if rc is None:
-            return None
-        tail = self.log_tail()
-        reason, message = classify_failure(tail, rc, phase)
-        return LaunchFailure(reason, message, tail[-8000:])
-
-    def metrics_text(self, timeout: float = 10.0) -> str:
-        r = httpx.get(f"{self.url}/metrics", timeout=timeout)
-        r.raise_for_status()
-        return r.text
 
     def stop(self, grace_s: float | None = None) -> None:
         """``docker stop`` (SIGTERM, SIGKILL after the grace period), keep the log, remove; idempotent."""
@@ -150,12 +131,6 @@ class DockerServer:
                 if proc.stdin is not None:
                     proc.stdin.close()
                 log_file.close()
-
-    def __enter__(self) -> DockerServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def _client(client: Any) -> Any:

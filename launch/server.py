@@ -17,7 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, Self
 
 import httpx
 
@@ -45,6 +45,48 @@ class ServerHandle(Protocol):
     def metrics_text(self, timeout: float = 10.0) -> str: ...
 
 
+class ServerBase:
+    """What a process-backed and a container-backed server share: liveness, classified failure,
+    /metrics and the context manager. Subclasses give ``returncode``, ``log_tail`` and ``stop``."""
+
+    url: str
+    _stopped: bool
+
+    def returncode(self) -> int | None:
+        raise NotImplementedError
+
+    def log_tail(self, nbytes: int = LOG_TAIL_BYTES) -> str:
+        raise NotImplementedError
+
+    def stop(self, grace_s: float | None = None) -> None:
+        raise NotImplementedError
+
+    def alive(self) -> bool:
+        return not self._stopped and self.returncode() is None
+
+    def failure(self, phase: str = "running") -> LaunchFailure | None:
+        """A classified LaunchFailure if the server has died on its own, else None."""
+        if self._stopped:
+            return None
+        rc = self.returncode()
+        if rc is None:
+            return None
+        tail = self.log_tail()
+        reason, message = classify_failure(tail, rc, phase)
+        return LaunchFailure(reason, message, tail[-8000:])
+
+    def metrics_text(self, timeout: float = 10.0) -> str:
+        r = httpx.get(f"{self.url}/metrics", timeout=timeout)
+        r.raise_for_status()
+        return r.text
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 def _last_log_line(server: ServerHandle) -> str:
     for line in reversed(server.log_tail(8192).splitlines()):
         line = line.strip()
@@ -53,7 +95,7 @@ def _last_log_line(server: ServerHandle) -> str:
     return ""
 
 
-class LaunchedServer:
+class LaunchedServer(ServerBase):
     """A live vLLM server owned by this process. Context manager; ``stop()`` is idempotent."""
 
     def __init__(self, *, config: ServeConfig, info: VllmInfo, host: str, port: int, log_path: Path,
@@ -106,27 +148,8 @@ class LaunchedServer:
             return None
         return res.si_status if res.si_code == os.CLD_EXITED else 128 + res.si_status
 
-    def alive(self) -> bool:
-        return not self._stopped and self.returncode() is None
-
     def log_tail(self, nbytes: int = LOG_TAIL_BYTES) -> str:
         return read_log_tail(self.log_path, nbytes)
-
-    def failure(self, phase: str = "running") -> LaunchFailure | None:
-        """A classified LaunchFailure if the server has died on its own, else None."""
-        if self._stopped:
-            return None
-        rc = self.returncode()
-        if rc is None:
-            return None
-        tail = self.log_tail()
-        reason, message = classify_failure(tail, rc, phase)
-        return LaunchFailure(reason, message, tail[-8000:])
-
-    def metrics_text(self, timeout: float = 10.0) -> str:
-        r = httpx.get(f"{self.url}/metrics", timeout=timeout)
-        r.raise_for_status()
-        return r.text
 
     # -- stop -----------------------------------------------------------------------------
     def _signal_group(self, sig: int) -> None:
@@ -158,12 +181,6 @@ class LaunchedServer:
                 self._proc.stdin.close()
             self._log_file.close()
             self._pidfile.unlink(missing_ok=True)
-
-    def __enter__(self) -> LaunchedServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else ("alive" if self.alive() else "dead")
