@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 import threading
+import warnings
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -87,8 +88,10 @@ def importances(study: optuna.Study) -> dict[str, float]:
     if len(done) < 4:
         return {}
     try:
-        ev = optuna.importance.PedAnovaImportanceEvaluator()
-        return dict(optuna.importance.get_param_importances(study, evaluator=ev))
+        with warnings.catch_warnings():  # "few trials in a regime": the estimate is rough, the chart says so
+            warnings.simplefilter("ignore")
+            ev = optuna.importance.PedAnovaImportanceEvaluator()
+            return dict(optuna.importance.get_param_importances(study, evaluator=ev))
     except (ValueError, RuntimeError):  # too few distinct values for an estimate: the report says none
         return {}
 

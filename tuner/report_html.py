@@ -72,7 +72,7 @@ def _charts(results: list[TrialResult], summary: Summary, importances: dict[str,
     if importances:
         names = list(importances)
         charts.append(bar_chart(names, [("importance", [importances[n] for n in names])],
-                                title="Parameter importance (share of goodput variance)"))
+                                title="Parameter importance (PED-ANOVA; rough with few trials)"))
     else:
         charts.append("<p><em>Parameter importance: not estimated yet (needs at least 4 completed trials "
                       "with varied parameters).</em></p>")
