@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import sys
 import threading
-import warnings
 import time
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
