@@ -1,7 +1,8 @@
 """Nightly re-tune. Unchanged model and stack → re-measure the frozen config at its target load.
 Changed model (fingerprint) or stack (versions) → re-quantize if the study did, tune a new study
 warm-started from the previous best configs, verify the new winner, and only then replace launch.sh.
-A regression (SLO lost, or goodput below the old one by more than the tolerance) exits 1.
+A regression (SLO lost, or goodput below the old one by more than the tolerance) exits 1. Re-verifying
+at the frozen rate compares goodput as rate × share of requests meeting every SLO.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ def retune(study: Path, *, trials: int | None = None, tolerance: float = 0.1, vl
            progress: Any = print) -> dict[str, Any]:
     """Run the nightly check; returns the JSON document (``regression`` decides the exit code)."""
     from launch.fingerprint import model_fingerprint
-
     from tuner.inputs import load_inputs, measure_plan
     from tuner.objective import TrialContext
     from tuner.verify import verify_at_rate
@@ -69,9 +69,16 @@ def retune(study: Path, *, trials: int | None = None, tolerance: float = 0.1, vl
                            tokenizer=str(inputs.model_dir), startup_timeout_s=settings.startup_timeout,
                            actual_memory_bytes=inputs.actual_gpu.memory_bytes if inputs.actual_gpu else None,
                            output_tokens=settings.output_tokens)
-        check = verify_at_rate(ServeConfig.from_dict(old_best["config"]), ctx, old_best["best_rate_req_s"], progress)
-        result.update(action="reverified", new=check.to_dict(),
-                      regression=not check.slo_met or check.goodput_req_s < floor, launch_sh_updated=False)
+        rate = old_best["best_rate_req_s"]
+        check = verify_at_rate(ServeConfig.from_dict(old_best["config"]), ctx, rate, progress)
+        # At one offered rate, compare rate × (share of requests meeting every SLO): unlike good/duration,
+        # it does not swing with how long the last request's tail took.
+        old_at_rate = rate * good_share(old_best.get("metrics"))
+        new_at_rate = rate * good_share(check.report)
+        result["old"]["goodput_at_rate_req_s"] = old_at_rate
+        result.update(action="reverified", new={**check.to_dict(), "goodput_at_rate_req_s": new_at_rate},
+                      regression=not check.slo_met or new_at_rate < old_at_rate * (1 - tolerance),
+                      launch_sh_updated=False)
         _append_history(study, result)
         return result
     result.update(_retune_changed(study, doc, settings, trials, floor, progress))
@@ -120,6 +127,14 @@ def _retune_changed(study: Path, doc: dict[str, Any], settings: TuneSettings, tr
             "new": {"study": str(new_dir), "trial": best.number, "goodput_req_s": best.goodput_req_s,
                     "rate": best.best_rate, "config": best.config.to_dict(), "verification": check.to_dict()},
             "regression": not check.slo_met or best.goodput_req_s < floor}
+
+
+def good_share(report: dict[str, Any] | None) -> float:
+    """Share of a level's requests (failed ones included) that met every SLO."""
+    if not report:
+        return 0.0
+    total = (report.get("requests_ok") or 0) + (report.get("requests_failed") or 0)
+    return (report.get("requests_good") or 0) / total if total else 0.0
 
 
 def _stamp() -> str:
