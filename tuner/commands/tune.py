@@ -37,8 +37,13 @@ def print_outcome(out: Path, summary: Any, slo: str) -> None:
               "no launch.sh written.")
         return
     b = summary.best
-    gain = "" if summary.gain_over_baseline is None else f" ({summary.gain_over_baseline * 100:+.0f}% vs vLLM defaults)"
-    print(f"Best: trial {b.number}, goodput {b.goodput_req_s:.3f} req/s at {b.best_rate:.3f} req/s{gain}")
+    if b.is_baseline:
+        print(f"Best: vLLM's own defaults (trial {b.number}), goodput {b.goodput_req_s:.3f} req/s at "
+              f"{b.best_rate:.3f} req/s; no tried configuration beat them")
+    else:
+        g = summary.gain_over_baseline
+        gain = "" if g is None else f" ({g * 100:+.0f}% vs vLLM defaults)"
+        print(f"Best: trial {b.number}, goodput {b.goodput_req_s:.3f} req/s at {b.best_rate:.3f} req/s{gain}")
     print(f"launch script: {out / 'launch.sh'}")
     print(f"report:        {out / 'report.html'}")
     print(f"study:         {out} (trials.csv, best.json)")
