@@ -28,6 +28,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from tuner import quant_metrics
+
 NAME = "autoawq"
 EVAL_DTYPE = "float32"  # the dequantized checkpoint and the reference both run in float32
 _CHUNK_TOKENS = 4096
@@ -148,14 +150,4 @@ def load_quantized(job: dict, device: str | None) -> Any:
 
 def damage(out_dir: Path, kind: str) -> None:
     """Test seam: random packed weights (``packed``) or every group scale ×16 (``scales``)."""
-    from safetensors.torch import load_file, save_file
-
-    gen = torch.Generator().manual_seed(0)
-    for f in sorted(out_dir.glob("*.safetensors")):
-        tensors = load_file(f)
-        for name, t in tensors.items():
-            if kind == "packed" and name.endswith(".qweight"):
-                tensors[name] = torch.randint(-2**31, 2**31 - 1, t.shape, generator=gen, dtype=t.dtype)
-            elif kind == "scales" and name.endswith(".scales"):
-                tensors[name] = t * 16
-        save_file(tensors, f, metadata={"format": "pt"})
+    quant_metrics.damage_checkpoint(out_dir, kind, ".qweight", ".scales")

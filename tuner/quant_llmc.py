@@ -86,14 +86,4 @@ def load_quantized(job: dict, device: str | None) -> Any:
 
 def damage(out_dir: Path, kind: str) -> None:
     """Test seam: random packed weights (``packed``) or every group scale ×16 (``scales``)."""
-    from safetensors.torch import load_file, save_file
-
-    gen = torch.Generator().manual_seed(0)
-    for f in sorted(out_dir.glob("*.safetensors")):
-        tensors = load_file(f)
-        for name, t in tensors.items():
-            if kind == "packed" and name.endswith("weight_packed"):
-                tensors[name] = torch.randint(-2**31, 2**31 - 1, t.shape, generator=gen, dtype=t.dtype)
-            elif kind == "scales" and name.endswith("weight_scale"):
-                tensors[name] = t * 16
-        save_file(tensors, f, metadata={"format": "pt"})
+    quant_metrics.damage_checkpoint(out_dir, kind, "weight_packed", "weight_scale")

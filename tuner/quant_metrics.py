@@ -102,3 +102,19 @@ def layer_cosines(model: Any, sequences: Sequence[torch.Tensor]) -> dict[str, fl
         for h in handles:
             h.remove()
     return {n: sums[n] / counts[n] for n in layers if counts[n]}
+
+
+def damage_checkpoint(out_dir: Any, kind: str, packed_suffix: str, scale_suffix: str) -> None:
+    """Test seam shared by both backends: random packed weights (``packed``) or every group scale ×16
+    (``scales``) in the saved safetensors; the backends differ only in the tensor-name suffixes."""
+    from safetensors.torch import load_file, save_file
+
+    gen = torch.Generator().manual_seed(0)
+    for f in sorted(out_dir.glob("*.safetensors")):
+        tensors = load_file(f)
+        for name, t in tensors.items():
+            if kind == "packed" and name.endswith(packed_suffix):
+                tensors[name] = torch.randint(-2**31, 2**31 - 1, t.shape, generator=gen, dtype=t.dtype)
+            elif kind == "scales" and name.endswith(scale_suffix):
+                tensors[name] = t * 16
+        save_file(tensors, f, metadata={"format": "pt"})
