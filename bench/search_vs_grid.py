@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.inputs import load_inputs, measure_plan  # noqa: E402
-from tuner.objective import TrialContext, run_trial  # noqa: E402
-from tuner.pipeline import base_config, tune  # noqa: E402
+from tuner.inputs import load_inputs  # noqa: E402
+from tuner.objective import run_trial  # noqa: E402
+from tuner.pipeline import base_config, trial_context, tune  # noqa: E402
 from tuner.settings import resolve  # noqa: E402
 from tuner.study import results_of  # noqa: E402
 
@@ -56,9 +56,7 @@ def main() -> int:
                             "load_format": args.load_format, "resume": (out / "search" / "study.db").exists() or None})
     inp = load_inputs(settings)
     base = base_config(inp)
-    ctx = TrialContext(spec=inp.spec, gpu=inp.gpu, slos=inp.slos, workload=inp.workload,
-                       plan=measure_plan(settings, inp.gpu), python=settings.vllm_python, log_dir=out / "grid-logs",
-                       vllm_version=inp.vllm.version, tokenizer=str(inp.model_dir), env=dict(base.env))
+    ctx = trial_context(inp, out / "grid-logs")
     grid = parse_grid(args.grid)
     done = {}
     path = out / "grid.jsonl"

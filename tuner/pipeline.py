@@ -73,6 +73,17 @@ def space_context(inp: Inputs, base: ServeConfig, quantized: str | None) -> Spac
                         draft_model=inp.settings.draft_model)
 
 
+def trial_context(inp: Inputs, log_dir: Path) -> TrialContext:
+    """What every trial (and every re-verification) of these inputs needs besides its configuration."""
+    s = inp.settings
+    return TrialContext(spec=inp.spec, gpu=inp.gpu, slos=inp.slos, workload=inp.workload,
+                        plan=measure_plan(s, inp.gpu), python=s.vllm_python, log_dir=log_dir,
+                        vllm_version=inp.vllm.version, tokenizer=str(inp.model_dir),
+                        actual_memory_bytes=inp.actual_gpu.memory_bytes if inp.actual_gpu else None,
+                        startup_timeout_s=s.startup_timeout, env=dict(base_config(inp).env),
+                        output_tokens=s.output_tokens)
+
+
 def metadata(inp: Inputs, versions: dict[str, Any], fingerprint: str) -> dict[str, Any]:
     return {"created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "settings": inp.settings.to_dict(), "slo": inp.settings.slo, "workload": inp.workload.name,
@@ -112,12 +123,7 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
     meta = metadata(inp, versions, fingerprint)
     base = base_config(inp)
     sctx = space_context(inp, base, quantized or s.quantized_model)
-    tctx = TrialContext(spec=inp.spec, gpu=inp.gpu, slos=inp.slos, workload=inp.workload,
-                        plan=measure_plan(s, inp.gpu), python=s.vllm_python, log_dir=out / "logs",
-                        vllm_version=inp.vllm.version,
-                        tokenizer=str(inp.model_dir),
-                        actual_memory_bytes=inp.actual_gpu.memory_bytes if inp.actual_gpu else None,
-                        startup_timeout_s=s.startup_timeout, env=dict(base.env), output_tokens=s.output_tokens)
+    tctx = trial_context(inp, out / "logs")
     study = open_study(s.storage or f"sqlite:///{out.resolve()}/study.db", resume=s.resume, seed=s.seed)
     enqueue_first(study, warm_start or [], baseline=True)
 

@@ -41,8 +41,8 @@ def retune(study: Path, *, trials: int | None = None, tolerance: float = 0.1, vl
            progress: Any = print) -> dict[str, Any]:
     """Run the nightly check; returns the JSON document (``regression`` decides the exit code)."""
     from launch.fingerprint import model_fingerprint
-    from tuner.inputs import load_inputs, measure_plan
-    from tuner.objective import TrialContext
+    from tuner.inputs import load_inputs
+    from tuner.pipeline import trial_context
     from tuner.verify import verify_at_rate
     from tuner.versions import changed_versions, collect_versions
 
@@ -63,12 +63,7 @@ def retune(study: Path, *, trials: int | None = None, tolerance: float = 0.1, vl
     }
     floor = old_best["goodput_req_s"] * (1 - tolerance)
     if not model_changed and not changes:
-        ctx = TrialContext(spec=inputs.spec, gpu=inputs.gpu, slos=inputs.slos, workload=inputs.workload,
-                           plan=measure_plan(settings, inputs.gpu), python=settings.vllm_python,
-                           log_dir=study / "logs" / f"retune-{_stamp()}", vllm_version=inputs.vllm.version,
-                           tokenizer=str(inputs.model_dir), startup_timeout_s=settings.startup_timeout,
-                           actual_memory_bytes=inputs.actual_gpu.memory_bytes if inputs.actual_gpu else None,
-                           output_tokens=settings.output_tokens)
+        ctx = trial_context(inputs, study / "logs" / f"retune-{_stamp()}")
         rate = old_best["best_rate_req_s"]
         check = verify_at_rate(ServeConfig.from_dict(old_best["config"]), ctx, rate, progress)
         # At one offered rate, compare rate × (share of requests meeting every SLO): unlike good/duration,
@@ -88,9 +83,8 @@ def retune(study: Path, *, trials: int | None = None, tolerance: float = 0.1, vl
 
 def _retune_changed(study: Path, doc: dict[str, Any], settings: TuneSettings, trials: int | None, floor: float,
                     progress: Any) -> dict[str, Any]:
-    from tuner.inputs import load_inputs, measure_plan
-    from tuner.objective import TrialContext
-    from tuner.pipeline import base_config, space_context, tune
+    from tuner.inputs import load_inputs
+    from tuner.pipeline import base_config, space_context, trial_context, tune
     from tuner.quantize_step import maybe_quantize
     from tuner.space import params_of
     from tuner.verify import verify_at_rate
@@ -107,11 +101,7 @@ def _retune_changed(study: Path, doc: dict[str, Any], settings: TuneSettings, tr
     if best is None or best.best_rate is None:
         return {"action": "retuned", "new": {"study": str(new_dir), "slo_met": False}, "regression": True,
                 "launch_sh_updated": False}
-    ctx = TrialContext(spec=inputs.spec, gpu=inputs.gpu, slos=inputs.slos, workload=inputs.workload,
-                       plan=measure_plan(new_settings, inputs.gpu), python=new_settings.vllm_python,
-                       log_dir=new_dir / "logs", vllm_version=inputs.vllm.version, tokenizer=str(inputs.model_dir),
-                       startup_timeout_s=new_settings.startup_timeout, output_tokens=new_settings.output_tokens,
-                       actual_memory_bytes=inputs.actual_gpu.memory_bytes if inputs.actual_gpu else None)
+    ctx = trial_context(inputs, new_dir / "logs")
     check = verify_at_rate(best.config, ctx, best.best_rate, progress)
     updated = False
     if check.slo_met:  # only a verified winner replaces the frozen files
