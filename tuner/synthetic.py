@@ -87,7 +87,9 @@ def write_model(out: str | Path, shape: str = "llama-tiny", *, weights: bool = T
     (out / "generation_config.json").write_text(json.dumps(
         {"bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"]}))
     if not weights:
-        (out / "config.json").write_text(json.dumps(cfg, indent=1))
+        # what save_pretrained would record; without it transformers ≥ 5 suspects a Mistral tokenizer and
+        # warns about its regex every time the tokenizer loads
+        (out / "config.json").write_text(json.dumps({**cfg, **_transformers_version()}, indent=1))
         return out
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -105,3 +107,12 @@ def write_model(out: str | Path, shape: str = "llama-tiny", *, weights: bool = T
     saved.update(cfg)
     (out / "config.json").write_text(json.dumps(saved, indent=1))
     return out
+
+
+def _transformers_version() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return {"transformers_version": version("transformers")}
+    except PackageNotFoundError:
+        return {}
