@@ -8,7 +8,6 @@ work one study through ``--storage postgresql://…``; on one host ``devices`` g
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 import warnings
@@ -16,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import optuna
+from optuna.storages._heartbeat import get_heartbeat_thread  # what Study.optimize uses
 
 from tuner.errors import UsageError
 from tuner.trial_result import FAIL, PRUNED, TrialResult
@@ -24,13 +24,11 @@ STUDY_NAME = "slotune"
 log = logging.getLogger("slotune")
 
 
-class TrialFailed(Exception):
-    """Raised inside Optuna's loop so the trial is stored as FAIL (its reason is in user attrs)."""
-
-
 def storage_for(url: str) -> optuna.storages.BaseStorage:
     """An RDB storage with heartbeats, so trials of a killed tuner are marked FAIL on resume."""
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # heartbeat, group
+    # we run trials through ask/tell with our own heartbeat (run_study), which Optuna warns about
+    warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
     return optuna.storages.RDBStorage(url, heartbeat_interval=30, grace_period=120,
                                       engine_kwargs={"pool_pre_ping": True} if not url.startswith("sqlite") else {})
 
@@ -87,50 +85,93 @@ def run_study(
     devices: list[str | None] | None = None,
     time_budget_s: float | None = None,
 ) -> int:
-    """Run trials until the study holds ``total_trials`` finished ones. Returns how many ran here.
+    """Run trials until the study holds ``total_trials`` started or finished ones. Returns how many ran here.
 
-    ``devices`` holds one entry per concurrent trial (a GPU index, or the same one twice when startups
-    overlap). With ``time_budget_s`` no new trial starts once the mean trial would overrun it."""
-    remaining = total_trials - len(finished(study))
-    if remaining <= 0:
+    ``devices`` holds one entry per concurrent worker (a GPU index, or the same one twice when startups
+    overlap). Trials are asked for one at a time under a lock: with several threads on one SQLite study,
+    Optuna can hand the same enqueued trial (the baseline) to two of them. With ``time_budget_s`` no new
+    trial starts once the mean trial would overrun it. Interrupted trials are stored as FAIL."""
+    if total_trials - len(finished(study)) <= 0:
         return 0
-    pool: queue.Queue[str | None] = queue.Queue()
-    for dev in devices or [None]:
-        pool.put(dev)
-    lock = threading.Lock()
+    ask_lock, tell_lock = threading.Lock(), threading.Lock()
+    stop = threading.Event()
     t0 = time.monotonic()
     durations: list[float] = []
+    in_flight: dict[int, optuna.Trial] = {}
+    ran = 0
 
-    def objective(trial: optuna.Trial) -> float:
-        device = pool.get()
-        try:
-            result = run_one(trial, device)
-        finally:
-            pool.put(device)
+    def next_trial() -> optuna.Trial | None:
+        nonlocal ran
+        with ask_lock:  # counts running trials of every worker and host, not the enqueued (WAITING) ones
+            if stop.is_set() or len(study.get_trials(deepcopy=False, states=_STARTED)) >= total_trials:
+                return None
+            trial = study.ask()
+            in_flight[trial.number] = trial
+            ran += 1
+            return trial
+
+    def tell(trial: optuna.Trial, result: TrialResult, seconds: float) -> None:
         trial.set_user_attr("result", result.to_dict())
         # <= 0: every SLO held at some load; the sampler learns the infeasible region from it
         trial.set_constraint("slo", min(result.constraint, 1e6))
-        if result.state == PRUNED:
-            raise optuna.TrialPruned(result.fail_reason)
-        if result.state == FAIL:
-            raise TrialFailed(result.fail_reason)
-        return result.goodput_req_s
+        with tell_lock:
+            in_flight.pop(trial.number, None)
+            if result.state == PRUNED:
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            elif result.state == FAIL:
+                log.warning("trial %d failed: %s", trial.number, result.fail_reason)
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            else:
+                study.tell(trial, result.goodput_req_s)
+            after_each(study)
+            durations.append(seconds)
+            mean = sum(durations) / len(durations)
+            if time_budget_s and not stop.is_set() and time.monotonic() - t0 + mean > time_budget_s:
+                log.warning("time budget of %.0f s nearly spent: no new trial starts (resume to continue)",
+                            time_budget_s)
+                stop.set()
 
-    def callback(st: optuna.Study, ft: optuna.trial.FrozenTrial) -> None:
-        with lock:
-            after_each(st)
-            if ft.duration is not None:
-                durations.append(ft.duration.total_seconds())
-            if time_budget_s and durations:
-                mean = sum(durations) / len(durations)
-                if time.monotonic() - t0 + mean > time_budget_s:
-                    log.warning("time budget of %.0f s nearly spent: no new trial starts (resume to continue)",
-                                time_budget_s)
-                    st.stop()
+    def worker(device: str | None) -> None:
+        while (trial := next_trial()) is not None:
+            started = time.monotonic()
+            # the heartbeat Study.optimize would keep: a killed tuner's trials turn FAIL on resume
+            with get_heartbeat_thread(trial._trial_id, study._storage):
+                result = run_one(trial, device)
+            tell(trial, result, time.monotonic() - started)
 
-    # counts finished and running trials of every worker, not the enqueued (WAITING) ones
-    ts = optuna.trial.TrialState
-    stop = optuna.study.MaxTrialsCallback(total_trials, states=(ts.COMPLETE, ts.PRUNED, ts.FAIL, ts.RUNNING))
-    study.optimize(objective, n_trials=remaining, n_jobs=max(1, len(devices or [None])),
-                   catch=(TrialFailed,), callbacks=[callback, stop], gc_after_trial=False)
-    return remaining
+    workers = devices or [None]
+    try:
+        if len(workers) == 1:  # in this thread, so Ctrl-C reaches the trial and stops its server
+            worker(workers[0])
+        else:
+            errors: list[BaseException] = []
+
+            def guarded(device: str | None) -> None:
+                try:
+                    worker(device)
+                except BaseException as exc:  # a bug in one worker stops the others from starting trials
+                    errors.append(exc)
+                    stop.set()
+
+            threads = [threading.Thread(target=guarded, args=(d,), daemon=True, name=f"trial-worker-{i}")
+                       for i, d in enumerate(workers)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                while t.is_alive():
+                    t.join(timeout=0.5)
+            if errors:
+                raise errors[0]
+    except BaseException:
+        stop.set()
+        with tell_lock:  # trials cut short are stored as FAIL at once, so a resume does not wait for them
+            for trial in list(in_flight.values()):
+                trial.set_user_attr("interrupted", True)
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            in_flight.clear()
+        raise
+    return ran
+
+
+_STARTED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL,
+            optuna.trial.TrialState.RUNNING)

@@ -11,6 +11,10 @@ trials="${2:-10}"
 budget="${3:-420}"   # no new trial starts once the mean trial would overrun this
 hard="${4:-540}"     # then SIGINT: finished trials are kept, servers stopped
 [ -d /tmp/gpusite/vllm ] || bash .gpu-stage/unpack.sh
+# compile caches (torch.compile, FlashInfer JIT, Triton) of an earlier machine, when carried along:
+# a cold first start takes ~220 s, a warm one ~80 s
+cache=.gpu-stage/gpu-cache.tgz
+[ -f "$cache" ] && [ ! -d ~/.cache/vllm ] && tar -xzf "$cache" -C ~ && echo "restored compile caches from $cache"
 export PYTHONPATH="/tmp/gpusite:$PWD" HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1
 model=/tmp/models/llama-3-8b
 [ -f "$model/config.json" ] || python3 -m tuner.cli make-model --out "$model" --shape llama-3-8b --no-weights
@@ -34,6 +38,7 @@ if [ -n "${OUT:-}" ]; then
   for f in trials.csv best.json launch.sh report.html study.db; do
     [ -f "$out/$f" ] && cp "$out/$f" "$OUT/$target/"
   done
+  (cd ~ && tar -czf "$OUT/gpu-cache.tgz" .cache/vllm .cache/flashinfer .triton 2>/dev/null) || true
   tail -c 2000000 "/tmp/tune-$target.log" > "$OUT/$target/tune.log"
   # the startup memory lines of every trial: the budget's calibration data
   grep -h -E "Actual usage is|Available KV cache memory|GPU KV cache size|Maximum concurrency|Memory profiling takes|model weights took" \

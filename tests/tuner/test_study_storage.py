@@ -75,3 +75,53 @@ def test_enqueued_warm_starts_do_not_count_against_the_trial_budget(tmp_path):
     assert run_study(study, 3, fake_run_one, lambda st: None) == 3
     res = results_of(study)
     assert len(res) == 3 and [r.config.max_num_seqs for r in res[1:]] == [7, 9]
+
+
+def test_two_workers_on_one_sqlite_study_never_run_the_same_trial(tmp_path):
+    """Optuna can give one enqueued trial (the baseline) to two threads; each trial must run once."""
+    import threading
+    import time
+
+    seen: list[tuple[int, bool]] = []
+    lock = threading.Lock()
+
+    def slow_run_one(trial, device):
+        with lock:
+            seen.append((trial.number, bool(trial.user_attrs.get("is_baseline"))))
+        time.sleep(0.05)
+        return fake_run_one(trial, device)
+
+    for attempt in range(5):
+        seen.clear()
+        study = open_study(f"sqlite:///{tmp_path}/s{attempt}.db", resume=False, seed=attempt)
+        enqueue_first(study, [{"max_num_seqs": 7}], baseline=True)
+        assert run_study(study, 4, slow_run_one, lambda st: None, devices=["0", "0"]) == 4
+        numbers = [n for n, _ in seen]
+        assert sorted(numbers) == [0, 1, 2, 3], seen
+        assert [b for _, b in seen].count(True) == 1
+        assert len(finished(study)) == 4
+
+
+def test_an_interrupted_trial_is_stored_as_fail_and_the_interrupt_goes_on(tmp_path):
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+
+    def interrupted(trial, device):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_study(study, 3, interrupted, lambda st: None)
+    (trial,) = study.trials
+    assert trial.state.name == "FAIL" and trial.user_attrs["interrupted"] is True
+
+
+def test_time_budget_stops_new_trials_but_keeps_finished_ones(tmp_path):
+    import time
+
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+
+    def slow(trial, device):
+        time.sleep(0.3)
+        return fake_run_one(trial, device)
+
+    ran = run_study(study, 10, slow, lambda st: None, time_budget_s=0.5)
+    assert ran == 1 and len(finished(study)) == 1  # 0.3 s elapsed + 0.3 s mean > 0.5 s: no second trial
