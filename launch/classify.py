@@ -21,6 +21,7 @@ REASONS = (
     "oom",
     "kv_cache_too_small_for_max_model_len",
     "no_kv_cache_blocks",
+    "memory_profiling_disturbed",
     "invalid_argument",
     "unsupported_model",
     "unsupported_quantization",
@@ -45,6 +46,9 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     ("no_kv_cache_blocks", r"No available memory for the cache blocks",
      "weights + activations leave no memory for the KV cache: raise gpu_memory_utilization, "
      "quantize, or lower max_num_batched_tokens / max_num_seqs"),
+    ("memory_profiling_disturbed", r"Error in memory profiling",
+     "another process freed or took GPU memory while this server measured its own use: start and stop "
+     "no other server on this GPU during a startup (slotune serializes its own), then retry"),
     ("oom",
      r"(?:CUDA|HIP|XPU)? ?out of memory|OutOfMemoryError|not enough GPU memory"
      r"|is less than desired (?:GPU|CPU) memory utilization"
@@ -73,6 +77,8 @@ _COMPILED = tuple((r, re.compile(p), fix) for r, p, fix in _RULES)
 # Lines worth quoting when no rule matched.
 _ERROR_LINE = re.compile(r"Error|Exception|error:|Traceback|Killed|Segmentation fault|core dumped")
 _NOISE = re.compile(r"DeprecationWarning|FutureWarning|UserWarning|warnings\.warn|leaked")
+# the API server's summary of an engine crash; the engine's own line above it names the cause
+_GENERIC = re.compile(r"Engine core initialization failed|See root cause above")
 # vLLM's own INFO/WARNING/DEBUG lines ("(EngineCore pid=7) WARNING 11-29 09:23:06 [x.py:1] ...") are
 # never the error itself, but may mention "out of memory" in advice: rules skip them.
 _NOT_AN_ERROR = re.compile(r"\b(?:INFO|WARNING|DEBUG)\s+\d\d-\d\d \d\d:\d\d:\d\d")
@@ -115,8 +121,9 @@ def classify_failure(log_text: str, returncode: int | None, phase: str) -> tuple
                 where = "" if phase == "startup" else f" (during {phase}, after the server was up)"
                 said = _clip(_message_line(lines, idx))
                 return reason, f"{fix}{where}; vLLM said: {said} [{_exit_text(returncode)}]"
-    last_error = next((ln for ln in reversed(lines) if _ERROR_LINE.search(ln)
-                       and not _NOISE.search(ln) and not _NOT_AN_ERROR.search(ln)), "")
+    errors = [ln for ln in reversed(lines) if _ERROR_LINE.search(ln)
+              and not _NOISE.search(ln) and not _NOT_AN_ERROR.search(ln)]
+    last_error = next((ln for ln in errors if not _GENERIC.search(ln)), errors[0] if errors else "")
     said = f"; last error line: {_clip(last_error)}" if last_error else ""
     if returncode is None and phase == "startup":
         return "startup_timeout", f"no answer on /health before the startup timeout{said}"

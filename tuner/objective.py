@@ -108,21 +108,27 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
         vals = ", ".join(f"{k} {v:.0f}ms" for k, v in level.slo_values.items() if v is not None) or "lost early"
         progress(f"{what}: {'met' if level.slo_met else 'missed'} ({vals}) goodput {level.goodput_req_s:.2f}/s")
 
+    start_lock = ctx.start_locks.get(device)
     try:
-        with ctx.start_locks.get(device) or contextlib.nullcontext():
+        with start_lock or contextlib.nullcontext():
             server = start_server(launched, python=ctx.python, log_dir=ctx.log_dir / f"trial-{number:03d}",
                                   startup_timeout_s=ctx.startup_timeout_s,
                                   warmup_requests=ctx.plan.warmup_requests, on_progress=progress)
-        with server as srv:
-            readback = asdict(srv.readback)
-            startup_s = srv.startup_s
+        try:
+            readback = asdict(server.readback)
+            startup_s = server.startup_s
             lock = ctx.measure_locks.get(device)
             if lock is not None:
                 progress("started; waiting for the device to be free of measurements")
             with lock or contextlib.nullcontext():
-                cap = _measure(srv.url, config, ctx, number, on_level)
-            alive = srv.alive()
-            tail = "" if alive else srv.log_tail()
+                cap = _measure(server.url, config, ctx, number, on_level)
+            alive = server.alive()
+            tail = "" if alive else server.log_tail()
+        finally:
+            # memory freed while another server on this device profiles its own makes vLLM abort that
+            # startup ("Error in memory profiling"): stop only when no startup is in progress
+            with start_lock or contextlib.nullcontext():
+                server.stop()
     except LaunchFailure as exc:
         progress(f"launch failed: {exc}")
         return replace(base, state=FAIL, launched=launched, fail_reason=f"{exc.reason}: {exc.detail}",

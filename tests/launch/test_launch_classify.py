@@ -117,3 +117,28 @@ def test_port_in_use() -> None:
 def test_bad_phase_is_a_bug() -> None:
     with pytest.raises(ValueError, match="phase"):
         classify_failure("", 1, "later")
+
+
+# Seen on the H200 (vLLM 0.26.0, results/h200-llama-3-8b-a30/tune.log, as cut there to 200 characters): a
+# second server on the GPU stopped while this one profiled its memory. The API server's closing line is
+# generic; the engine's own line names the cause.
+H200_PROFILING = [
+    "(EngineCore pid=2669) INFO 11-29 12:46:54 [monitor.py:81] Initial profiling/warmup run took 1.53 s",
+    "(EngineCore pid=2669) AssertionError: Error in memory profiling. Initial free memory 117.73 GiB, current "
+    "free memory 123.84 GiB. This happens when other process",
+    "(APIServer pid=2602) RuntimeError: Engine core initialization failed. See root cause above. Failed core "
+    "proc(s): {}",
+]
+
+
+def test_memory_profiling_disturbed_by_another_process() -> None:
+    reason, message = classify_failure("\n".join(H200_PROFILING), 1, "startup")
+    assert reason == "memory_profiling_disturbed" and "Initial free memory 117.73 GiB" in message
+
+
+def test_unknown_failure_quotes_the_engine_cause_not_the_api_server_summary() -> None:
+    lines = [H200_PROFILING[0], "(EngineCore pid=7) KeyError: 'frobnicate'", H200_PROFILING[2]]
+    reason, message = classify_failure("\n".join(lines), 1, "startup")
+    assert reason == "unknown" and "KeyError: 'frobnicate'" in message and "root cause" not in message
+    reason, message = classify_failure(H200_PROFILING[2], 1, "startup")
+    assert reason == "unknown" and "Engine core initialization failed" in message  # nothing better to quote

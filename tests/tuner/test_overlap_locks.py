@@ -1,0 +1,82 @@
+"""Overlapped startups on one device: no server may start or stop while another one starts.
+
+vLLM profiles its memory at startup from device-wide free memory; a server that starts or stops meanwhile
+makes it abort ("Error in memory profiling", seen on the H200). What is under test is run_trial's lock
+discipline, so the server and the measurement are stand-ins that only record when they run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import launch.server
+import tuner.objective as objective
+from launch.config import ServeConfig
+from tuner.measure import CapacityResult
+from tuner.objective import TrialContext, run_trial
+
+STARTUP_S, MEASURE_S = 0.3, 0.1
+
+
+def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path):
+    events: list[tuple[float, str, str]] = []  # (time, trial, what)
+    lock = threading.Lock()
+
+    def note(trial: str, what: str) -> None:
+        with lock:
+            events.append((time.monotonic(), trial, what))
+
+    class FakeServer:
+        def __init__(self, name: str) -> None:
+            self.name, self.url, self.startup_s = name, "http://127.0.0.1:1", STARTUP_S
+            self.readback = SimpleNamespace()
+
+        def alive(self) -> bool:
+            return True
+
+        def stop(self) -> None:
+            note(self.name, "stop")
+
+        def __enter__(self) -> FakeServer:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.stop()
+
+    def fake_start_server(config, *, log_dir, **_kw):
+        name = log_dir.name
+        note(name, "start-begin")
+        time.sleep(STARTUP_S)
+        note(name, "start-end")
+        return FakeServer(name)
+
+    def fake_measure(url, config, ctx, number, on_level):
+        time.sleep(MEASURE_S)
+        return CapacityResult(1.0, None, None, None, ())
+
+    budget = SimpleNamespace(feasible=True, reasons=(), to_dict=lambda: {})
+    monkeypatch.setattr(launch.server, "start_server", fake_start_server)
+    monkeypatch.setattr(objective, "_measure", fake_measure)
+    monkeypatch.setattr(objective, "estimate_budget", lambda *a, **k: budget)
+    monkeypatch.setattr(objective, "asdict", lambda _x: {})
+    ctx = TrialContext(spec=None, gpu=None, slos=(), workload=None, plan=SimpleNamespace(warmup_requests=0),
+                       python="python", log_dir=tmp_path, start_locks={"0": threading.Lock()},
+                       measure_locks={"0": threading.Lock()})
+    threads = [threading.Thread(target=run_trial, args=(n, ServeConfig(model="/m"), False, ctx),
+                                kwargs={"device": "0"}) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    starting: set[str] = set()
+    for _, trial, what in sorted(events):
+        if what == "start-begin":
+            assert not starting, f"{trial} started while {starting} was starting"
+            starting.add(trial)
+        elif what == "start-end":
+            starting.discard(trial)
+        else:
+            assert not starting, f"{trial} stopped while {starting} was starting"
+    assert [w for _, _, w in events].count("stop") == 3
