@@ -54,8 +54,16 @@ def open_study(storage_url: str, *, resume: bool, seed: int, name: str = STUDY_N
 
 
 def finished(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """Trials that ran to an end. One cut short by an interrupt (Ctrl-C, a time limit) is not: a resumed
+    study runs another in its place."""
     states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
-    return study.get_trials(deepcopy=False, states=states)
+    return [t for t in study.get_trials(deepcopy=False, states=states) if not t.user_attrs.get("interrupted")]
+
+
+def _started(study: optuna.Study) -> int:
+    """Finished trials plus those running now (in any worker or host); WAITING (enqueued) ones not."""
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    return len(finished(study)) + len(running)
 
 
 def enqueue_first(study: optuna.Study, params_list: Iterable[dict[str, Any]], *, baseline: bool) -> None:
@@ -103,7 +111,7 @@ def run_study(
     def next_trial() -> optuna.Trial | None:
         nonlocal ran
         with ask_lock:  # counts running trials of every worker and host, not the enqueued (WAITING) ones
-            if stop.is_set() or len(study.get_trials(deepcopy=False, states=_STARTED)) >= total_trials:
+            if stop.is_set() or _started(study) >= total_trials:
                 return None
             trial = study.ask()
             in_flight[trial.number] = trial
@@ -172,6 +180,3 @@ def run_study(
         raise
     return ran
 
-
-_STARTED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL,
-            optuna.trial.TrialState.RUNNING)

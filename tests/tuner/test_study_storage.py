@@ -112,6 +112,9 @@ def test_an_interrupted_trial_is_stored_as_fail_and_the_interrupt_goes_on(tmp_pa
         run_study(study, 3, interrupted, lambda st: None)
     (trial,) = study.trials
     assert trial.state.name == "FAIL" and trial.user_attrs["interrupted"] is True
+    assert finished(study) == [] and results_of(study) == []  # not counted, not reported
+    assert run_study(study, 2, fake_run_one, lambda st: None) == 2  # a resume runs the full two
+    assert len(finished(study)) == 2 and len(study.trials) == 3
 
 
 def test_time_budget_stops_new_trials_but_keeps_finished_ones(tmp_path):
