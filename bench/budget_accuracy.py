@@ -136,6 +136,12 @@ def summarize(rows: list[dict[str, Any]]) -> None:
     within = sum(e <= 0.02 for e in errors)
     worst = f"; worst {100 * max(errors):.2f} %" if errors else ""
     print(f"\nKV tokens within ±2 %: {within}/{len(errors)}{worst}")
+    for device in sorted({r["case"].split()[1] for r in rows if r["case"].startswith("[stored]")}):
+        errs = [(r["predicted"] - r["reported"]) / r["reported"] for r in rows
+                if r["case"].startswith(f"[stored] {device} ") and r["reported"]]
+        if errs:
+            print(f"  {device} points: {len(errs)}, mean |error| {100 * sum(map(abs, errs)) / len(errs):.2f} %, "
+                  f"range {100 * min(errs):+.2f} .. {100 * max(errs):+.2f} %")
     admitted = [r for r in rows if r["feasible"]]
     bad_admits = [r["case"] for r in admitted if not r["started"]]
     infeasible = [r for r in rows if not r["started"]]
