@@ -107,7 +107,8 @@ def calibration_rows() -> list[dict[str, Any]]:
         env = {str(k): str(v) for k, v in (p.settings.get("env") or {}).items()}
         b = estimate_budget(p.spec(), GPUProfile.load(p.device), ServeConfig(model="calibration", **knobs),
                             vllm_version=p.vllm_version, env=env)
-        row = {"case": f"[stored] {p.device} {p.source.split(': ')[-1]}", "predicted": b.kv_tokens,
+        label = p.source.split(": ")[-1].replace("H200 tune study results/", "").replace("H200 run of issue ", "")
+        row = {"case": f"[stored] {p.device} {label}", "predicted": b.kv_tokens,
                "reported": int(p.reported["kv_tokens"]) if "kv_tokens" in p.reported else None,
                "feasible": b.feasible, "started": bool(p.reported.get("started", True))}
         if "weights_gib" in p.reported:
@@ -119,7 +120,7 @@ def calibration_rows() -> list[dict[str, Any]]:
 
 
 def summarize(rows: list[dict[str, Any]]) -> None:
-    print(f"{'case':48s} {'predicted':>12s} {'reported':>12s} {'error':>8s}  admitted/started")
+    print(f"{'case':56s} {'predicted':>12s} {'reported':>12s} {'error':>8s}  admitted/started")
     errors = []
     for r in rows:
         err = ""
@@ -127,7 +128,7 @@ def summarize(rows: list[dict[str, Any]]) -> None:
             e = (r["predicted"] - r["reported"]) / r["reported"]
             errors.append(abs(e))
             err = f"{100 * e:+.2f}%"
-        print(f"{r['case'][:48]:48s} {r['predicted']:>12,} {r['reported'] or '-':>12} {err:>8s}  "
+        print(f"{r['case'][:56]:56s} {r['predicted']:>12,} {r['reported'] or '-':>12} {err:>8s}  "
               f"{'admit' if r['feasible'] else 'reject'}/{'started' if r['started'] else 'failed'}")
         for key in ("weights_gib", "activation_gib"):
             if key in r and r[key][1] is not None:
@@ -135,6 +136,12 @@ def summarize(rows: list[dict[str, Any]]) -> None:
     within = sum(e <= 0.02 for e in errors)
     worst = f"; worst {100 * max(errors):.2f} %" if errors else ""
     print(f"\nKV tokens within ±2 %: {within}/{len(errors)}{worst}")
+    for device in sorted({r["case"].split()[1] for r in rows if r["case"].startswith("[stored]")}):
+        errs = [(r["predicted"] - r["reported"]) / r["reported"] for r in rows
+                if r["case"].startswith(f"[stored] {device} ") and r["reported"]]
+        if errs:
+            print(f"  {device} points: {len(errs)}, mean |error| {100 * sum(map(abs, errs)) / len(errs):.2f} %, "
+                  f"range {100 * min(errs):+.2f} .. {100 * max(errs):+.2f} %")
     admitted = [r for r in rows if r["feasible"]]
     bad_admits = [r["case"] for r in admitted if not r["started"]]
     infeasible = [r for r in rows if not r["started"]]

@@ -22,6 +22,8 @@ from tuner.calibration import CUDA_CONTEXT_BYTES, GIB, Settings, overheads
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
+from tuner.vllm_runner import at_least as _at_least
+from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate
 
 DEFAULT_GMU = 0.92  # CacheConfig.gpu_memory_utilization in vLLM 0.26.0 and 0.32.0
 
@@ -41,7 +43,8 @@ class KVBudget:
     weight_bytes: int  # per GPU
     activation_bytes: int
     non_torch_bytes: int
-    cudagraph_bytes: int
+    cudagraph_bytes: int  # the graph pool captured after the KV cache is allocated
+    cudagraph_subtracted_bytes: int  # vLLM's estimate of it, taken off the KV cache (0 where vLLM does not)
     kv_cache_bytes: int  # what vLLM hands to the KV cache
     margin_bytes: int  # spare kept for prediction error when judging feasibility
     bytes_per_block: int
@@ -81,35 +84,39 @@ def estimate_budget(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, *, vl
         reasons.append(f"kv_cache_dtype {kv_dtype} is not supported on {gpu.name}; use auto")
     per_token = spec.kv_bytes_per_token(kv_dtype, tp)
     weights = -(-spec.weight_bytes // tp)
-    settings = Settings(seqs, batched, tp, bool(config.enforce_eager))
+    settings = Settings(seqs, batched, tp, bool(config.enforce_eager),
+                        speculative_tokens(config.speculative_method, config.num_speculative_tokens))
 
     if gpu.is_cpu:
-        act = nt = cg = margin = 0
+        act = nt = cg = subtracted = margin = 0
         kv, basis = _cpu_kv_bytes(spec, gpu, config, gmu, weights, environ, reasons)
     else:
         ov = overheads(spec, gpu.name, version, settings)
         act, nt, margin, basis = ov.activation_bytes, ov.non_torch_bytes, ov.margin_bytes, ov.basis
         cg = ov.cudagraph_bytes
-        # 0.32 subtracts its CUDA-graph estimate from the KV budget; 0.26.0 measured here did not (the
-        # graphs are captured after the KV cache is allocated, beyond gmu x total).
-        subtract_cg = _at_least(version, "0.32") and environ.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",
-                                                                 "1") != "0"
+        # 0.32 subtracts its CUDA-graph estimate from the KV budget; 0.26.0 only with the V1 model runner
+        # (ngram/draft speculative decoding, most MoE models). The graphs themselves are captured after the
+        # KV cache is allocated: what the estimate did not cover lands beyond gmu x total.
+        subtract = subtracts_cudagraph_estimate(spec, version, config.speculative_method, environ)
+        subtracted = ov.cudagraph_estimate_bytes if subtract else 0
         requested = gpu.memory_bytes * gmu
         free = gpu.memory_bytes - CUDA_CONTEXT_BYTES
         if config.kv_cache_memory_bytes:
             kv, basis = config.kv_cache_memory_bytes, "exact: kv_cache_memory_bytes"
+            subtracted = 0  # vLLM skips memory profiling
             if weights + act + nt + cg + kv + margin > free:
                 reasons.append(f"kv_cache_memory_bytes {kv / GIB:.2f} GiB + weights {weights / GIB:.2f} "
                                f"GiB + activations/overheads {(act + nt + cg) / GIB:.2f} GiB exceed "
                                f"{gpu.name}'s {free / GIB:.2f} GiB free; lower kv_cache_memory_bytes")
         else:
-            kv = int(requested - weights - act - nt - (cg if subtract_cg else 0))
+            kv = int(requested - weights - act - nt - subtracted)
             if requested > free:
                 reasons.append(f"gpu_memory_utilization {gmu} asks for {requested / GIB:.2f} GiB but only "
                                f"about {free / GIB:.2f} GiB is free after the CUDA context; vLLM refuses to "
                                "start — lower gpu_memory_utilization")
-            elif not subtract_cg and requested + cg > free:
-                reasons.append(f"CUDA graphs ({cg / GIB:.2f} GiB) are captured beyond gmu {gmu} x "
+            elif requested - subtracted + cg > free:
+                kept = f", {subtracted / GIB:.2f} GiB of it kept free by vLLM's estimate" if subtracted else ""
+                reasons.append(f"CUDA graphs ({cg / GIB:.2f} GiB{kept}) are captured beyond gmu {gmu} x "
                                f"{gpu.memory_gib:.2f} GiB and would not fit in the {free / GIB:.2f} GiB free "
                                "— lower gpu_memory_utilization or set enforce_eager")
 
@@ -124,7 +131,8 @@ def estimate_budget(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, *, vl
         gpu=gpu.name, vllm_version=version, gpu_memory_utilization=gmu, max_model_len=mml, max_num_seqs=seqs,
         max_num_batched_tokens=batched, kv_cache_dtype=kv_dtype, block_size=block, tensor_parallel_size=tp,
         kv_bytes_per_token=per_token, weight_bytes=weights, activation_bytes=act, non_torch_bytes=nt,
-        cudagraph_bytes=cg, kv_cache_bytes=kv, margin_bytes=margin, bytes_per_block=paging.bytes_per_block,
+        cudagraph_bytes=cg, cudagraph_subtracted_bytes=subtracted, kv_cache_bytes=kv, margin_bytes=margin,
+        bytes_per_block=paging.bytes_per_block,
         num_blocks=num_blocks, kv_tokens=int(concurrency * mml), max_concurrency=concurrency,
         max_model_len_fit=fit, feasible=True, reasons=(), basis=basis)
     reasons += _problems(spec, config, budget, gpu, environ, (per_req + null_block) * paging.bytes_per_block)
@@ -251,13 +259,6 @@ def installed_vllm_version() -> str | None:
         except metadata.PackageNotFoundError:
             continue
     return None
-
-
-def _at_least(version: str, floor: str) -> bool:
-    def key(v: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in v.split("+")[0].split(".")[:2] if x.isdigit())
-
-    return key(version) >= key(floor)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 from tuner.errors import ProfileError
 from tuner.model_spec import ModelSpec
+from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate
 
 GIB = 1 << 30
 ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
@@ -30,8 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
 #   the MoE, 2 MiB for the tiny model) + ~15.7 KB per batched token (0.12 GiB at 8192 tokens, 0.03 GiB at
 #   2048, for every dense shape alike) + ~5 KB per token more for MoE layers' fused-expert buffers;
 # * non-torch memory 0.22 GiB at TP=1 in every run;
-# * CUDA graphs 0.05 GiB + per layer 0.0036 GiB + 0.0264 GiB x min(max_num_seqs, 512)/512 (0.98 GiB for
-#   32 layers at 1024 seqs, 0.59 GiB at 256 seqs, 0.11 GiB for 2 layers);
+# * CUDA graphs 0.05 GiB + per layer 0.0036 GiB + 0.0264 GiB x min(max_num_seqs x (1 + k), 512)/512, k the
+#   speculative tokens per step (vLLM sizes decode graphs in tokens: max_num_seqs x uniform_decode_query_len);
+#   0.98 GiB for 32 layers at 1024 seqs, 0.59 GiB at 256 seqs, 0.11 GiB for 2 layers. vLLM's own *estimate*
+#   of it (what the V1 runner takes off the KV budget, tuner/vllm_runner.py) is calibrated separately: on the
+#   H200 it came to 0.46-0.61 x this model (0.23-0.37 GiB for 64 seqs, k = 1-5);
 # * the CUDA context leaves 139.29 of 139.80 GiB free at startup (0.51 GiB).
 ACT_PER_TOKEN = 15_700
 ACT_PER_TOKEN_MOE = 5_000
@@ -50,13 +54,15 @@ class Settings:
     max_num_batched_tokens: int
     tensor_parallel_size: int = 1
     enforce_eager: bool = False
+    speculative_tokens: int = 0  # draft tokens per decode step (0: speculative decoding off)
 
 
 @dataclass(frozen=True)
 class Overheads:
     activation_bytes: int
     non_torch_bytes: int
-    cudagraph_bytes: int
+    cudagraph_bytes: int  # the graph pool vLLM captures once the KV cache is allocated
+    cudagraph_estimate_bytes: int  # vLLM's profiled estimate of it (subtracted from KV where vLLM does)
     margin_bytes: int  # what the prediction may be off by; feasibility keeps this much spare
     basis: str
 
@@ -89,7 +95,8 @@ def structural_cudagraph_bytes(spec: ModelSpec, s: Settings) -> int:
     if s.enforce_eager:
         return 0
     fixed, per_seq = CUDAGRAPH_PER_LAYER
-    return CUDAGRAPH_BASE + spec.num_layers * (fixed + per_seq * min(s.max_num_seqs, 512) // 512)
+    decode_tokens = min(s.max_num_seqs * (1 + s.speculative_tokens), 512)
+    return CUDAGRAPH_BASE + spec.num_layers * (fixed + per_seq * decode_tokens // 512)
 
 
 def _default_non_torch(s: Settings) -> int:
@@ -99,7 +106,8 @@ def _default_non_torch(s: Settings) -> int:
 def overheads(spec: ModelSpec, device: str, vllm_version: str, s: Settings) -> Overheads:
     """Activation / non-torch / CUDA-graph bytes for one GPU. Calibration points of the same device and
     vLLM minor version scale each term to the largest ratio reported/model seen (the safe side); without
-    them the unscaled model is used with a wider margin."""
+    them the unscaled model is used with a wider margin. The CUDA-graph estimate is scaled by the points
+    that show it (see ``cudagraph_estimate_gib``); without such points it is taken as the graph pool."""
     act = structural_activation_bytes(spec, s)
     cg = structural_cudagraph_bytes(spec, s)
     nt = _default_non_torch(s)
@@ -108,22 +116,42 @@ def overheads(spec: ModelSpec, device: str, vllm_version: str, s: Settings) -> O
     if not points:
         margin = int(0.5 * act + 0.5 * GIB)
         basis = f"uncalibrated model (no {device} point for vLLM {vllm_version}; H200/0.26 coefficients)"
-        return Overheads(act, nt, cg, margin, basis)
-    act_ratio, cg_ratio, nts = [], [], []
+        return Overheads(act, nt, cg, cg, margin, basis)
+    structural_cg = cg
+    act_ratio, cg_ratio, est_ratio, nts = [], [], [], []
     for p in points:
         ps, pspec = _settings_of(p, s), p.spec()
         act_ratio.append(p.reported["activation_gib"] * GIB / max(1, structural_activation_bytes(pspec, ps)))
         if "cudagraph_gib" in p.reported and not ps.enforce_eager:
             cg_ratio.append(p.reported["cudagraph_gib"] * GIB / max(1, structural_cudagraph_bytes(pspec, ps)))
+        if (estimate := cudagraph_estimate_gib(p)) is not None and not ps.enforce_eager:
+            est_ratio.append(estimate * GIB / max(1, structural_cudagraph_bytes(pspec, ps)))
         if "non_torch_gib" in p.reported and ps.tensor_parallel_size == s.tensor_parallel_size:
             nts.append(p.reported["non_torch_gib"] * GIB)
     scale = max(max(act_ratio), 1.0)
     act = int(act * scale)
     cg = int(cg * max(cg_ratio + [1.0]))
+    estimate = int(structural_cg * max(est_ratio)) if est_ratio else cg
     nt = int(max(nts)) if nts else nt
     margin = int(0.1 * act + 0.15 * GIB)
     basis = f"calibrated on {len(points)} {device} point(s), vLLM {vllm_version}"
-    return Overheads(act, nt, cg, margin, basis)
+    return Overheads(act, nt, cg, estimate, margin, basis)
+
+
+def cudagraph_estimate_gib(p: CalibrationPoint) -> float | None:
+    """The CUDA-graph estimate vLLM took off this point's KV budget: logged by 0.32 ("… GiB (estimated)"),
+    else implied by the 0.26 figures (requested - weights - activation - non-torch - available KV, each
+    rounded to 0.01 GiB) when its runner subtracts one (tuner/vllm_runner.py); None when it does not."""
+    r = p.reported
+    if "cudagraph_estimate_gib" in r:
+        return float(r["cudagraph_estimate_gib"])
+    env = {str(k): str(v) for k, v in (p.settings.get("env") or {}).items()}
+    keys = ("requested_gib", "weights_gib", "activation_gib", "non_torch_gib", "available_kv_gib")
+    if any(k not in r for k in keys) or not subtracts_cudagraph_estimate(
+            p.spec(), p.vllm_version, p.settings.get("speculative_method"), env):
+        return None
+    return max(0.0, r["requested_gib"] - r["weights_gib"] - r["activation_gib"] - r["non_torch_gib"]
+               - r["available_kv_gib"])
 
 
 def _same_minor(a: str, b: str) -> bool:
@@ -139,7 +167,8 @@ def _settings_of(p: CalibrationPoint, current: Settings) -> Settings:
     tp = int(st.get("tensor_parallel_size") or 1)
     seqs, batched = default_batch_limits(GPUProfile.load(p.device), p.vllm_version, tp)
     return Settings(int(st.get("max_num_seqs") or seqs), int(st.get("max_num_batched_tokens") or batched), tp,
-                    bool(st.get("enforce_eager", False)))
+                    bool(st.get("enforce_eager", False)),
+                    speculative_tokens(st.get("speculative_method"), st.get("num_speculative_tokens")))
 
 
 def load_points(root: Path = ROOT) -> list[CalibrationPoint]:

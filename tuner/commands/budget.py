@@ -50,7 +50,9 @@ def render(spec: ModelSpec, b: KVBudget) -> str:
         f"block {b.block_size}, tp {b.tensor_parallel_size}",
         f"  weights      {b.weight_bytes / GIB:8.2f} GiB",
         f"  activation   {b.activation_bytes / GIB:8.2f} GiB   non-torch {b.non_torch_bytes / GIB:.2f} GiB   "
-        f"CUDA graphs {b.cudagraph_bytes / GIB:.2f} GiB",
+        f"CUDA graphs {b.cudagraph_bytes / GIB:.2f} GiB"
+        + (f" ({b.cudagraph_subtracted_bytes / GIB:.2f} GiB estimated, taken off the KV cache)"
+           if b.cudagraph_subtracted_bytes else ""),
         f"  KV cache     {b.kv_cache_bytes / GIB:8.2f} GiB   ({b.kv_bytes_per_token:,} B/token, "
         f"{b.num_blocks:,} blocks of {b.block_size})",
         f"  KV tokens    {b.kv_tokens:,}   max concurrency at {b.max_model_len:,} tokens: "
