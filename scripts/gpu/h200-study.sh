@@ -41,6 +41,6 @@ if [ -n "${OUT:-}" ]; then
   (cd ~ && tar -czf "$OUT/gpu-cache.tgz" .cache/vllm .cache/flashinfer .triton 2>/dev/null) || true
   tail -c 2000000 "/tmp/tune-$target.log" > "$OUT/$target/tune.log"
   # the startup memory lines of every trial: the budget's calibration data
-  grep -h -E "Actual usage is|Available KV cache memory|GPU KV cache size|Maximum concurrency|Memory profiling takes|model weights took" \
+  grep -h -E "CUDA graph pool memory|Model Runner|Actual usage is|Available KV cache memory|GPU KV cache size|Maximum concurrency|Memory profiling takes|model weights took" \
     "$out"/logs/trial-*/*.log 2>/dev/null | cut -c1-400 > "$OUT/$target/memory-lines.txt" || true
 fi
