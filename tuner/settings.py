@@ -46,8 +46,8 @@ FIELDS: dict[str, Field] = {
     "level_seconds": Field(float, "seconds of load per measured rate level (default by profile: cpu 8, GPU 20)"),
     "output_tokens": Field(int, "fix every request's output length (max_tokens + ignore_eos)"),
     "startup_timeout": Field(float, "seconds to wait for a vLLM server to become healthy", 900.0),
-    "time_budget": Field(float, "seconds for this run: no new trial starts when the mean trial would overrun it "
-                                "(the study stays resumable)"),
+    "time_budget": Field(float, "seconds for this run: no new trial starts when a typical (median) trial would "
+                                "overrun it (the study stays resumable)"),
     "overlap_startup": Field(bool, "start the next trial's server while the current one is measured (only one "
                                    "is measured at a time; needs memory for two servers, e.g. an emulated GPU)",
                              False),

@@ -8,7 +8,7 @@
 set -euo pipefail
 target="${1:?usage: h200-study.sh a30|h200 TRIALS TIME_BUDGET_S}"
 trials="${2:-10}"
-budget="${3:-420}"   # no new trial starts once the mean trial would overrun this
+budget="${3:-420}"   # no new trial starts once a typical (median) trial would overrun this
 hard="${4:-540}"     # then SIGINT: finished trials are kept, servers stopped
 [ -d /tmp/gpusite/vllm ] || bash .gpu-stage/unpack.sh
 # compile caches (torch.compile, FlashInfer JIT, Triton) of an earlier machine, when carried along:
