@@ -83,6 +83,8 @@ def summarize(
         out["queue_time_mean_ms"] = 1000.0 * d["queue_sum"] / d["queue_count"]
     if d.get("prefix_queries"):
         out["prefix_cache_hit_rate"] = d.get("prefix_hits", 0.0) / d["prefix_queries"]
+    if "spec_drafts" in d:  # a speculating server; 0 drafts (nothing to propose, e.g. ngram on random text)
+        out["spec_decode_drafts"] = int(d["spec_drafts"])  # is a finding too, not a missing figure
     if d.get("spec_draft_tokens"):
         out["spec_decode_acceptance_rate"] = d.get("spec_accepted", 0.0) / d["spec_draft_tokens"]
         if d.get("spec_drafts"):

@@ -77,6 +77,10 @@ class TrialResult:
         row["fail_reason"] = self.fail_reason
         row["kv_tokens_predicted"] = (self.budget or {}).get("kv_tokens")
         row["kv_tokens_reported"] = (self.readback or {}).get("kv_cache_size_tokens")
+        # speculative decoding as vLLM's /metrics counted it at the best load (drafts 0: nothing proposed)
+        drafts, rate = self.metric("server.spec_decode_drafts"), self.metric("server.spec_decode_acceptance_rate")
+        row["spec_drafts"] = None if drafts is None else int(drafts)
+        row["spec_acceptance_rate"] = None if rate is None else round(rate, 4)
         row["startup_s"] = None if self.startup_s is None else round(self.startup_s, 1)
         row["duration_s"] = None if self.duration_s is None else round(self.duration_s, 1)
         return row

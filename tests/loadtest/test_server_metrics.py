@@ -55,6 +55,15 @@ def test_spec_decode_acceptance() -> None:
     )
     assert s["spec_decode_acceptance_rate"] == pytest.approx(0.75)
     assert s["spec_decode_mean_accepted_per_draft"] == pytest.approx(3.0)
+    assert s["spec_decode_drafts"] == 100
+
+
+def test_a_speculating_server_that_drafted_nothing_says_so() -> None:
+    a, _ = parse_prometheus(AFTER)
+    s = summarize(a, a, {}, {})  # counters present, no change over the run
+    assert s["spec_decode_drafts"] == 0 and "spec_decode_acceptance_rate" not in s
+    b, _ = parse_prometheus(BEFORE)
+    assert "spec_decode_drafts" not in summarize(b, b, {}, {})  # not speculating: no such counter
 
 
 def test_scraped_through_the_run_with_lines_without_newlines() -> None:

@@ -61,3 +61,17 @@ def test_baseline_that_did_not_start_is_said_plainly():
 def test_trial_result_round_trips():
     r = result(4, max_num_seqs=8)
     assert TrialResult.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+
+
+def test_speculation_columns_come_from_the_servers_counters(tmp_path):
+    spec = result(1, goodput=3.0, speculative_method="ngram", num_speculative_tokens=4)
+    spec = TrialResult(**{**spec.__dict__, "report": {**spec.report, "server": {
+        "spec_decode_drafts": 0}}})  # the ngram drafter found nothing to propose
+    hit = result(2, goodput=2.5, speculative_method="ngram", num_speculative_tokens=2)
+    hit = TrialResult(**{**hit.__dict__, "report": {**hit.report, "server": {
+        "spec_decode_drafts": 40, "spec_decode_acceptance_rate": 0.625}}})
+    write_outputs(tmp_path, [result(0, baseline=True), spec, hit], {"slo": "ttft_p95=2s"}, fake_script, write_report)
+    frame = pd.read_csv(tmp_path / "trials.csv")
+    assert pd.isna(frame.loc[0, "spec_drafts"]) and pd.isna(frame.loc[0, "spec_acceptance_rate"])
+    assert frame.loc[1, "spec_drafts"] == 0 and pd.isna(frame.loc[1, "spec_acceptance_rate"])
+    assert frame.loc[2, "spec_drafts"] == 40 and frame.loc[2, "spec_acceptance_rate"] == 0.625
