@@ -36,7 +36,7 @@ def study(tiny_model, vllm_python, cpu_env, tmp_path_factory):
     shutil.copytree(tiny_model, model)
     out = root / "study"
     proc = tune_cli("--model", str(model), "--gpu", "cpu", "--slo", "ttft_p95=2s", "--workload", "chat",
-                    "--trials", "3", "--out", str(out), "--vllm-python", vllm_python, env=cpu_env)
+                    "--trials", "3", "--confirm", "1", "--out", str(out), "--vllm-python", vllm_python, env=cpu_env)
     return model, out, proc, cpu_env
 
 
@@ -55,6 +55,12 @@ def test_slice_writes_the_contracted_files(study):
     best = json.loads((out / "best.json").read_text())
     assert best["slo_met"] and best["vllm"]["version"] and best["model"]["fingerprint"]
     assert best["best"]["goodput_req_s"] > 0 and best["best"]["metrics"]["ttft_ms"]["p95"] <= 2000
+    # --confirm 1: the best and its rival measured once more each on fresh servers, the means in best.json
+    conf = best["confirmation"]
+    assert conf["best_trial"] == best["best"]["trial"] and conf["rival_trial"] != conf["best_trial"]
+    assert len(conf["best_goodput_req_s"]) == len(conf["rival_goodput_req_s"]) == 1
+    assert any(n.startswith("Confirmed with fresh servers") for n in best["notes"])
+    assert "Confirmed with fresh servers" in (out / "report.html").read_text()
     assert "progress" not in proc.stdout and "[trial" in proc.stderr  # progress goes to stderr
     assert not vllm_processes(model), "tune left a vLLM process running"
 

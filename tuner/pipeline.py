@@ -159,4 +159,28 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
         devices = [d for d in devices for _ in (0, 1)]
     ran = run_study(study, s.trials, run_one, after_each, devices=devices, time_budget_s=s.time_budget)
     summary = write_all(study)
+    if s.confirm:
+        confirmation = _confirm(summary, s.confirm, tctx, progress, devices[0])
+        if confirmation is not None:
+            meta["confirmation"] = confirmation.to_dict()
+            meta["notes"] = [*meta["notes"], confirmation.line()]
+            summary = write_all(study)
     return TuneOutcome(out, summary, ran)
+
+
+def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progress,
+             device: str | None) -> Any:
+    from tuner.confirm import confirm, rival_of
+
+    rival = rival_of(summary)
+    if summary.best is None or rival is None:
+        progress.say("--confirm: nothing to confirm (fewer than two configurations to compare)")
+        return None
+
+    def measure(k: int, config: ServeConfig) -> TrialResult:
+        return run_trial(9000 + k, config, False, tctx, lambda m: progress.say(m, trial=f"confirm {k}"),
+                         device=device)
+
+    result = confirm(summary.best, rival, rounds, measure, progress.say)
+    progress.say(result.line())
+    return result

@@ -48,6 +48,8 @@ FIELDS: dict[str, Field] = {
     "startup_timeout": Field(float, "seconds to wait for a vLLM server to become healthy", 900.0),
     "time_budget": Field(float, "seconds for this run: no new trial starts when a typical (median) trial would "
                                 "overrun it (the study stays resumable)"),
+    "confirm": Field(int, "after the search, measure the best config and its rival (vLLM's defaults, else the "
+                          "runner-up) N more times each with fresh servers; report the gain on the means", 0),
     "overlap_startup": Field(bool, "start the next trial's server while the current one is measured (only one "
                                    "is measured at a time; needs memory for two servers, e.g. an emulated GPU)",
                              False),
@@ -78,6 +80,7 @@ class TuneSettings:
     startup_timeout: float = 900.0
     time_budget: float | None = None
     overlap_startup: bool = False
+    confirm: int = 0
     resume: bool = False
     config_file: str | None = None
 
@@ -113,6 +116,8 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], *, source:
         raise UsageError(f"quantize must be 'awq' or 'none', got {merged.get('quantize')!r}")
     if int(merged.get("trials", 1)) < 1:
         raise UsageError(f"trials must be at least 1, got {merged.get('trials')}")
+    if int(merged.get("confirm", 0) or 0) < 0:
+        raise UsageError(f"confirm must be 0 (off) or a number of rounds, got {merged.get('confirm')}")
     if not merged.get("vllm_python"):
         merged["vllm_python"] = sys.executable
     python = str(merged["vllm_python"])  # absolute (launch.sh runs from anywhere), symlinks kept (venvs)

@@ -1,0 +1,60 @@
+"""``--confirm``: whom the best is re-measured against, in what order, and what the means say.
+
+The measurement itself is a real trial in the end-to-end slice (tests/test_e2e_tune.py, ``--confirm 1``);
+here ``measure`` is a stand-in that returns scripted goodputs, so the bookkeeping can be checked exactly.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from launch.config import ServeConfig
+from tuner.confirm import confirm, rival_of
+from tuner.outputs import summarize
+from tuner.trial_result import COMPLETE, FAIL, TrialResult
+
+
+def trial(n, goodput, baseline=False, state=COMPLETE, seqs=None):
+    met = state == COMPLETE and goodput > 0
+    return TrialResult(n, state, baseline, ServeConfig(model="/m", max_num_seqs=seqs), slo_met=met,
+                       goodput_req_s=goodput if met else 0.0, best_rate=goodput if met else None)
+
+
+def test_rival_is_the_defaults_else_the_runner_up_else_none():
+    assert rival_of(summarize([trial(0, 5.0, baseline=True), trial(1, 8.0, seqs=64)])).number == 0
+    # the defaults won: the runner-up is the rival
+    assert rival_of(summarize([trial(0, 9.0, baseline=True), trial(1, 8.0, seqs=64),
+                               trial(2, 7.0, seqs=8)])).number == 1
+    # the defaults failed to launch: re-running them proves nothing, so the runner-up
+    assert rival_of(summarize([trial(0, 0.0, baseline=True, state=FAIL), trial(1, 8.0, seqs=64),
+                               trial(2, 7.0, seqs=8)])).number == 2
+    assert rival_of(summarize([trial(0, 9.0, baseline=True)])) is None
+    assert rival_of(summarize([trial(0, 0.0, baseline=True, state=FAIL)])) is None
+
+
+def test_alternates_who_goes_first_and_averages_fresh_measurements_only():
+    best, rival = trial(3, 10.0, seqs=64), trial(0, 6.0, baseline=True)
+    script = {64: iter([8.0, 9.0, 7.0]), None: iter([6.0, 0.0, 5.0])}  # 0.0: the SLO held at no load once
+    calls = []
+
+    def measure(k, config):
+        calls.append((k, config.max_num_seqs))
+        g = next(script[config.max_num_seqs])
+        return TrialResult(100 + k, COMPLETE, False, config, slo_met=g > 0, goodput_req_s=g)
+
+    c = confirm(best, rival, 3, measure)
+    assert [s for _, s in calls] == [64, None, None, 64, 64, None] and [k for k, _ in calls] == list(range(6))
+    assert c.best_goodput == (8.0, 9.0, 7.0) and c.rival_goodput == (6.0, 0.0, 5.0)
+    assert c.best_mean == pytest.approx(8.0) and c.rival_mean == pytest.approx(11 / 3)
+    assert c.gain_on_means == pytest.approx(8.0 / (11 / 3) - 1)
+    assert "gain on the means +118%" in c.line() and "vLLM's defaults (trial 0)" in c.line()
+    assert c.to_dict()["rival_goodput_req_s"] == [6.0, 0.0, 5.0]
+
+
+def test_a_rival_that_never_holds_the_slo_gives_no_gain_figure():
+    c = confirm(trial(1, 4.0, seqs=8), trial(0, 3.0, baseline=True), 1,
+                lambda k, cfg: TrialResult(k, COMPLETE, False, cfg, slo_met=cfg.max_num_seqs == 8,
+                                           goodput_req_s=4.0 if cfg.max_num_seqs == 8 else 0.0))
+    assert c.rival_goodput == (0.0,) and c.gain_on_means is None and "gain on the means n/a" in c.line()
+    with pytest.raises(ValueError):
+        confirm(trial(1, 4.0), trial(0, 3.0, baseline=True), 0, lambda k, cfg: None)
