@@ -61,6 +61,7 @@ def test_slice_writes_the_contracted_files(study):
     assert len(conf["best_goodput_req_s"]) == len(conf["rival_goodput_req_s"]) == 1
     assert any(n.startswith("Confirmed with fresh servers") for n in best["notes"])
     assert "Confirmed with fresh servers" in (out / "report.html").read_text()
+    assert "Confirmed with fresh servers" in proc.stdout  # in the final lines too
     assert "progress" not in proc.stdout and "[trial" in proc.stderr  # progress goes to stderr
     assert not vllm_processes(model), "tune left a vLLM process running"
 

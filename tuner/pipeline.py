@@ -28,6 +28,7 @@ class TuneOutcome:
     out: Path
     summary: Summary
     trials_run: int
+    confirmation: Any = None  # tuner.confirm.Confirmation with --confirm
 
     @property
     def exit_code(self) -> int:
@@ -159,13 +160,12 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
         devices = [d for d in devices for _ in (0, 1)]
     ran = run_study(study, s.trials, run_one, after_each, devices=devices, time_budget_s=s.time_budget)
     summary = write_all(study)
-    if s.confirm:
-        confirmation = _confirm(summary, s.confirm, tctx, progress, devices[0])
-        if confirmation is not None:
-            meta["confirmation"] = confirmation.to_dict()
-            meta["notes"] = [*meta["notes"], confirmation.line()]
-            summary = write_all(study)
-    return TuneOutcome(out, summary, ran)
+    confirmation = _confirm(summary, s.confirm, tctx, progress, devices[0]) if s.confirm else None
+    if confirmation is not None:
+        meta["confirmation"] = confirmation.to_dict()
+        meta["notes"] = [*meta["notes"], confirmation.line()]
+        summary = write_all(study)
+    return TuneOutcome(out, summary, ran, confirmation)
 
 
 def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progress,

@@ -58,3 +58,19 @@ def test_a_rival_that_never_holds_the_slo_gives_no_gain_figure():
     assert c.rival_goodput == (0.0,) and c.gain_on_means is None and "gain on the means n/a" in c.line()
     with pytest.raises(ValueError):
         confirm(trial(1, 4.0), trial(0, 3.0, baseline=True), 0, lambda k, cfg: None)
+
+
+def test_the_final_lines_say_when_the_confirmation_contradicts_the_search(tmp_path, capsys):
+    from tuner.commands.tune import print_outcome
+    from tuner.confirm import Confirmation
+
+    s = summarize([trial(0, 9.2, baseline=True), trial(1, 30.8, seqs=128)])
+    held = Confirmation(1, 0, True, (31.0, 29.0), (10.0, 8.0))
+    print_outcome(tmp_path, s, "ttft_p95=2s", held)
+    out = capsys.readouterr().out
+    assert "gain on the means +233%" in out and "warning" not in out
+    # numbers seen on vLLM-CPU: +234 % in the search, -31 % on fresh servers
+    lost = Confirmation(1, 0, True, (9.169, 12.719), (24.899, 6.867))
+    print_outcome(tmp_path, s, "ttft_p95=2s", lost)
+    out = capsys.readouterr().out
+    assert "gain on the means -31%" in out and "warning: on fresh servers the best did not beat vLLM's defaults" in out

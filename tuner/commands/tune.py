@@ -31,7 +31,7 @@ def settings_from_args(args: argparse.Namespace) -> TuneSettings:
     return settings if path is None else TuneSettings(**{**settings.to_dict(), "config_file": str(path)})
 
 
-def print_outcome(out: Path, summary: Any, slo: str) -> None:
+def print_outcome(out: Path, summary: Any, slo: str, confirmation: Any = None) -> None:
     if summary.best is None:
         print(f"No configuration met {slo} at any tested load; closest configs in {out / 'report.html'}; "
               "no launch.sh written.")
@@ -44,6 +44,11 @@ def print_outcome(out: Path, summary: Any, slo: str) -> None:
         g = summary.gain_over_baseline
         gain = "" if g is None else f" ({g * 100:+.0f}% vs vLLM defaults)"
         print(f"Best: trial {b.number}, goodput {b.goodput_req_s:.3f} req/s at {b.best_rate:.3f} req/s{gain}")
+    if confirmation is not None:
+        print(confirmation.line())
+        if confirmation.gain_on_means is None or confirmation.gain_on_means <= 0:
+            print(f"warning: on fresh servers the best did not beat {confirmation.rival_name}: the search's margin "
+                  "is within measurement noise here (more --confirm rounds or longer --level-seconds tell more)")
     print(f"launch script: {out / 'launch.sh'}")
     print(f"report:        {out / 'report.html'}")
     print(f"study:         {out} (trials.csv, best.json)")
@@ -58,5 +63,5 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(settings)
     quantized = maybe_quantize(settings, inputs)
     outcome = tune(inputs, quantized=quantized)
-    print_outcome(outcome.out, outcome.summary, settings.slo)
+    print_outcome(outcome.out, outcome.summary, settings.slo, outcome.confirmation)
     return outcome.exit_code
