@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from launch.config import ServeConfig
+from launch.config import ServeConfig, speculation_on
 from launch.errors import LaunchInputError
 from launch.vllm_info import API_SERVER, VllmInfo
 
@@ -64,7 +64,7 @@ def _value(v: Any) -> str:
 def speculative_config_json(config: ServeConfig) -> str | None:
     """The ``--speculative-config`` value, or None when speculative decoding is off."""
     method = config.speculative_method
-    if method in (None, "", "off", "none"):
+    if not speculation_on(method):
         if config.num_speculative_tokens is not None or config.speculative_model is not None:
             raise LaunchInputError(
                 "num_speculative_tokens/speculative_model are set but speculative_method is "

@@ -27,6 +27,14 @@ KNOBS = (
 )
 
 
+SPECULATION_OFF = (None, "", "off", "none")  # speculative_method values that mean "no speculative decoding"
+
+
+def speculation_on(method: str | None) -> bool:
+    """Whether a ``speculative_method`` value turns speculative decoding on."""
+    return method not in SPECULATION_OFF
+
+
 @dataclass(frozen=True)
 class ServeConfig:
     """Everything needed to start one vLLM server. Hashable; ``to_dict``/``from_dict`` round-trip."""

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from launch.config import ServeConfig
+from launch.config import ServeConfig, speculation_on
 from tuner.calibration import CUDA_CONTEXT_BYTES, GIB, Settings, overheads
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
@@ -212,7 +212,7 @@ def _host_available_bytes() -> int | None:
 def _concurrent_batches(gpu: GPUProfile, config: ServeConfig) -> int:
     """VllmConfig.max_concurrent_batches: async scheduling (on by default on GPU, off on CPU) keeps
     two batches in flight; speculative decoding turns it off."""
-    return 1 if gpu.is_cpu or config.speculative_method not in (None, "off") else 2
+    return 1 if gpu.is_cpu or speculation_on(config.speculative_method) else 2
 
 
 def default_batch_limits(gpu: GPUProfile, vllm_version: str, tp: int = 1) -> tuple[int, int]:

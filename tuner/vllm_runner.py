@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from launch.command import SPEC_METHODS
+from launch.config import speculation_on
 from tuner.model_spec import ModelSpec
 
 # DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES of vLLM 0.26.0 (vllm/config/vllm.py), as model_type: the MoE models
@@ -23,13 +25,11 @@ from tuner.model_spec import ModelSpec
 V2_MOE_MODEL_TYPES = frozenset({"deepseek_v2", "granitemoe", "qwen2_moe"})
 # speculative methods the 0.26.0 V2 runner supports (_get_v2_model_runner_unsupported_features)
 V2_SPECULATIVE_METHODS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})
-# ServeConfig.speculative_method → vLLM's SpeculativeConfig.method (launch/command.py SPEC_METHODS)
-_VLLM_METHOD = {"draft": "draft_model"}
 
 
 def speculative_tokens(method: str | None, num_tokens: int | None) -> int:
     """Draft tokens per decode step (0 with speculative decoding off)."""
-    return 0 if method in (None, "", "off", "none") else int(num_tokens or 0)
+    return int(num_tokens or 0) if speculation_on(method) else 0
 
 
 def uses_v1_runner(spec: ModelSpec, speculative_method: str | None, environ: Mapping[str, str]) -> bool:
@@ -39,9 +39,9 @@ def uses_v1_runner(spec: ModelSpec, speculative_method: str | None, environ: Map
         return not bool(int(forced))
     if spec.moe is not None and spec.model_type not in V2_MOE_MODEL_TYPES:
         return True
-    if speculative_method in (None, "", "off", "none"):
+    if not speculation_on(speculative_method):
         return False
-    return _VLLM_METHOD.get(speculative_method, speculative_method) not in V2_SPECULATIVE_METHODS
+    return SPEC_METHODS.get(speculative_method, speculative_method) not in V2_SPECULATIVE_METHODS
 
 
 def subtracts_cudagraph_estimate(spec: ModelSpec, vllm_version: str, speculative_method: str | None,
