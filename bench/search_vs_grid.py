@@ -111,21 +111,20 @@ def main() -> int:
 
 
 def remeasure(contenders: dict[str, object], n: int, ctx: object, path: Path) -> None:
-    """Measure each contender n more times, round-robin (drift hits all alike); print mean and range."""
-    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-    for rnd in range(n):
-        for name, config in contenders.items():
-            if sum(r["name"] == name for r in rows) > rnd:
-                continue  # measured in an earlier, interrupted run
-            res = run_trial(2000 + len(rows), config, False, ctx,
-                            lambda m, name=name: print(f"[{name}] {m}", flush=True))
-            rows.append({"name": name, "round": rnd, "goodput_req_s": res.goodput_req_s if res.slo_met else 0.0})
-            with path.open("a") as f:
-                f.write(json.dumps(rows[-1]) + "\n")
-    means = {}
-    for name in contenders:
-        vals = [r["goodput_req_s"] for r in rows if r["name"] == name][:n]
-        means[name] = sum(vals) / len(vals)
+    """Measure each contender n more times (tuner.confirm.remeasure: round-robin, order reversed each round);
+    each measurement is appended to ``path`` as it lands; print mean and range."""
+    from tuner.confirm import remeasure as round_robin
+
+    def measure(k: int, name: str, config: object) -> object:
+        res = run_trial(2000 + k, config, False, ctx, lambda m: print(f"[{name}] {m}", flush=True))
+        with path.open("a") as f:
+            f.write(json.dumps({"name": name, "k": k,
+                                "goodput_req_s": res.goodput_req_s if res.slo_met else 0.0}) + "\n")
+        return res
+
+    got = round_robin(contenders, n, measure, lambda m: print(m, flush=True))
+    means = {name: sum(v) / len(v) for name, v in got.items()}
+    for name, vals in got.items():
         print(f"re-measured {name}: mean {means[name]:.3f} req/s over {len(vals)} "
               f"(min {min(vals):.3f}, max {max(vals):.3f})")
     grid_mean = next(v for k, v in means.items() if k.startswith("grid best"))

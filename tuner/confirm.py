@@ -73,20 +73,32 @@ def rival_of(summary: Summary) -> TrialResult | None:
     return others[0] if others else None
 
 
+def remeasure(contenders: dict[str, ServeConfig], rounds: int,
+              measure: Callable[[int, str, ServeConfig], TrialResult],
+              progress: Callable[[str], None] = lambda _m: None) -> dict[str, tuple[float, ...]]:
+    """Measure every contender ``rounds`` times, round-robin, reversing the order each round so drift hits
+    all alike. ``measure(k, name, config)`` runs one fresh trial (k numbers them). Goodput per measurement,
+    0 where the SLO held at no load."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
+    got: dict[str, list[float]] = {name: [] for name in contenders}
+    names = list(contenders)
+    k = 0
+    for i in range(rounds):
+        for name in names if i % 2 == 0 else names[::-1]:
+            res = measure(k, name, contenders[name])
+            k += 1
+            got[name].append(res.goodput_req_s if res.slo_met else 0.0)
+            progress(f"re-measure round {i + 1}/{rounds}: {name} {got[name][-1]:.3f} req/s"
+                     + ("" if res.slo_met else f" ({res.state}: {res.fail_reason})"))
+    return {name: tuple(v) for name, v in got.items()}
+
+
 def confirm(best: TrialResult, rival: TrialResult, rounds: int,
             measure: Callable[[int, ServeConfig], TrialResult],
             progress: Callable[[str], None] = lambda _m: None) -> Confirmation:
     """``measure(k, config)`` runs one fresh trial (k numbers them); alternates who goes first."""
-    if rounds < 1:
-        raise ValueError(f"rounds must be at least 1, got {rounds}")
-    got: dict[str, list[float]] = {"best": [], "rival": []}
-    k = 0
-    for i in range(rounds):
-        order = (("best", best), ("rival", rival)) if i % 2 == 0 else (("rival", rival), ("best", best))
-        for who, trial in order:
-            res = measure(k, trial.config)
-            k += 1
-            got[who].append(res.goodput_req_s if res.slo_met else 0.0)
-            progress(f"confirm round {i + 1}/{rounds}: {who} (trial {trial.number}) "
-                     f"{got[who][-1]:.3f} req/s" + ("" if res.slo_met else f" ({res.state}: {res.fail_reason})"))
-    return Confirmation(best.number, rival.number, rival.is_baseline, tuple(got["best"]), tuple(got["rival"]))
+    got = remeasure({f"best (trial {best.number})": best.config, f"rival (trial {rival.number})": rival.config},
+                    rounds, lambda k, _name, config: measure(k, config), progress)
+    best_g, rival_g = got.values()
+    return Confirmation(best.number, rival.number, rival.is_baseline, best_g, rival_g)
