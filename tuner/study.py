@@ -39,11 +39,14 @@ def open_study(storage_url: str, *, resume: bool, seed: int, name: str = STUDY_N
     """Create the study, or load it with ``resume``. An existing study without ``resume`` is an error."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = storage_for(storage_url)
-    exists = name in {s.study_name for s in optuna.get_all_study_summaries(storage)}
+    stored = {s.study_name: s.n_trials for s in optuna.get_all_study_summaries(storage)}
+    exists = name in stored
     if exists and not resume:
         raise UsageError(f"a study already exists in {storage_url}; pass --resume to continue it "
                          "or choose another --out/--storage")
-    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
+    # a resumed study's sampler must not replay the random draws of the call that began it: with the
+    # same seed, the first trial after a resume repeated the first trial of the study (seen on the H200)
+    sampler = optuna.samplers.TPESampler(seed=seed + stored.get(name, 0), multivariate=True, group=True,
                                          n_startup_trials=startup_trials)
     study = optuna.create_study(study_name=name, storage=storage, direction="maximize", sampler=sampler,
                                 load_if_exists=True)

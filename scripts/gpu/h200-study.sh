@@ -34,13 +34,17 @@ rc=${PIPESTATUS[0]}
 set -e
 echo "tune exit code: $rc"
 if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT/$target"
+  # one archive per target: the device machine returns at most 8 files per call, and a second target's
+  # study.db left behind was lost once (the next call's working tree did not keep it)
+  keep="/tmp/keep-$target"
+  rm -rf "$keep" && mkdir -p "$keep"
   for f in trials.csv best.json launch.sh report.html study.db; do
-    [ -f "$out/$f" ] && cp "$out/$f" "$OUT/$target/"
+    [ -f "$out/$f" ] && cp "$out/$f" "$keep/"
   done
-  (cd ~ && tar -czf "$OUT/gpu-cache.tgz" .cache/vllm .cache/flashinfer .triton 2>/dev/null) || true
-  tail -c 2000000 "/tmp/tune-$target.log" > "$OUT/$target/tune.log"
+  tail -c 2000000 "/tmp/tune-$target.log" > "$keep/tune.log"
   # the startup memory lines of every trial: the budget's calibration data
   grep -h -E "CUDA graph pool memory|Model Runner|Actual usage is|Available KV cache memory|GPU KV cache size|Maximum concurrency|Memory profiling takes|model weights took" \
-    "$out"/logs/trial-*/*.log 2>/dev/null | cut -c1-400 > "$OUT/$target/memory-lines.txt" || true
+    "$out"/logs/trial-*/*.log 2>/dev/null | cut -c1-400 > "$keep/memory-lines.txt" || true
+  tar -czf "$OUT/$target.tgz" -C "$keep" .
+  (cd ~ && tar -czf "$OUT/gpu-cache.tgz" .cache/vllm .cache/flashinfer .triton 2>/dev/null) || true
 fi

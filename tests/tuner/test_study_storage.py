@@ -128,3 +128,14 @@ def test_time_budget_stops_new_trials_but_keeps_finished_ones(tmp_path):
 
     ran = run_study(study, 10, slow, lambda st: None, time_budget_s=0.5)
     assert ran == 1 and len(finished(study)) == 1  # 0.3 s elapsed + 0.3 s mean > 0.5 s: no second trial
+
+
+def test_a_resumed_study_does_not_replay_the_first_calls_random_draws(tmp_path):
+    """Seen on the H200: the first trial after a resume was the study's first sampled trial again."""
+    url = f"sqlite:///{tmp_path}/study.db"
+    first = open_study(url, resume=False, seed=3)
+    run_study(first, 2, fake_run_one, lambda st: None)
+    again = open_study(url, resume=True, seed=3)
+    run_study(again, 4, fake_run_one, lambda st: None)
+    drawn = [t.params["max_num_seqs"] for t in again.trials]
+    assert drawn[2:] != drawn[:2]
