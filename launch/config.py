@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import Any, TypeGuard
 
 # Knobs the search may vary; each maps to one vLLM flag (see launch.command for the mapping).
 KNOBS = (
@@ -30,7 +30,7 @@ KNOBS = (
 SPECULATION_OFF = (None, "", "off", "none")  # speculative_method values that mean "no speculative decoding"
 
 
-def speculation_on(method: str | None) -> bool:
+def speculation_on(method: str | None) -> TypeGuard[str]:
     """Whether a ``speculative_method`` value turns speculative decoding on."""
     return method not in SPECULATION_OFF
 
