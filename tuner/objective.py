@@ -21,11 +21,12 @@ from loadtest.report import LoadReport
 from loadtest.runner import LoadSpec, run_load
 from loadtest.slo import SLO
 from loadtest.workload import Workload
-from tuner.budget import default_batch_limits, emulated_gmu, estimate_budget
+from tuner.budget import emulated_gmu, estimate_budget
 from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, Level, MeasurePlan, capacity_search, slo_excess
 from tuner.model_spec import ModelSpec
 from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
+from tuner.vllm_defaults import default_batch_limits
 
 MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
 DEFAULT_GMU = 0.92  # vLLM 0.26 and 0.32 (EngineArgs), GPU and CPU alike

@@ -8,11 +8,12 @@ import pytest
 from configs import GEMMA2_9B, GEMMA3_1B, LLAMA_3_8B, MIXTRAL_8X7B, QWEN2_5_7B
 
 from launch.config import ServeConfig
-from tuner.budget import DEFAULT_GMU, default_batch_limits, emulated_gmu, estimate_budget
+from tuner.budget import emulated_gmu, estimate_budget
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
 from tuner.synthetic import shape_config
+from tuner.vllm_defaults import DEFAULT_GMU, default_batch_limits
 
 GIB = 1 << 30
 CPU = GPUProfile.load("cpu")

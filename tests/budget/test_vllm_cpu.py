@@ -7,9 +7,10 @@ import pytest
 
 from bench.budget_vllm_cpu import start_and_read
 from launch.config import ServeConfig
-from tuner.budget import estimate_budget, installed_vllm_version
+from tuner.budget import estimate_budget
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
+from tuner.vllm_defaults import installed_vllm_version
 
 pytestmark = pytest.mark.vllm
 ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}

