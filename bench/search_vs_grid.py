@@ -9,6 +9,11 @@ of --trials trials (baseline first), and prints: the grid's best goodput, the se
 after how many trials the search reached 95 % of the grid's best, and the gain over vLLM's defaults.
 Results are kept in OUT/grid.jsonl, so an interrupted run resumes. Goals (issue #6): ≥ 95 % of the grid's
 best in ≤ 20 trials; ≥ +30 % over the defaults baseline (name the workload with the figures).
+
+On a GPU, where a trial costs minutes and device time comes in calls of ≤ 10 minutes:
+``--search-from STUDY_DIR`` compares the grid with a study ``tune`` already ran (same model, workload,
+SLO and level length; no new search), and ``--time-budget S`` starts no new grid point once a typical
+point would overrun S seconds (run again to continue; exit code 3 says the grid is unfinished).
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import statistics
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,6 +44,21 @@ def parse_grid(items: list[str]) -> dict[str, list[object]]:
     return grid
 
 
+COMPARED = ("gpu", "slo", "workload", "level_seconds", "emulate_on", "load_format", "output_tokens", "seed")
+
+
+def same_measurement(study_dir: Path, ours: dict) -> None:
+    """Refuse a study measured differently from this grid (its best.json records the settings it ran with)."""
+    try:
+        theirs = json.loads((study_dir / "best.json").read_text())["settings"]
+    except (OSError, KeyError, ValueError) as e:
+        raise SystemExit(f"--search-from {study_dir}: cannot read the study's settings from best.json ({e})") from e
+    differ = [f"{k}: study {theirs.get(k)!r}, grid {ours.get(k)!r}" for k in COMPARED if theirs.get(k) != ours.get(k)]
+    if differ:
+        raise SystemExit(f"--search-from {study_dir} was measured differently; pass the same options: "
+                         + "; ".join(differ))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
@@ -48,6 +70,11 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--vllm-python", default=sys.executable)
     ap.add_argument("--load-format")
+    ap.add_argument("--level-seconds", type=float)
+    ap.add_argument("--emulate-on", help="as tune's --emulate-on (memory emulation of a smaller GPU)")
+    ap.add_argument("--search-from", type=Path, metavar="STUDY_DIR",
+                    help="compare with this finished tune study instead of running a search")
+    ap.add_argument("--time-budget", type=float, metavar="S", help="no new grid point past S seconds")
     ap.add_argument("--remeasure", type=int, default=0, metavar="N",
                     help="then measure the grid's best, the search's best and the defaults N more times each "
                          "(fresh servers, interleaved): one measurement per config is noisy, and the best of "
@@ -57,7 +84,10 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     settings = resolve({}, {"model": args.model, "gpu": args.gpu, "slo": args.slo, "workload": args.workload,
                             "trials": args.trials, "out": str(out / "search"), "vllm_python": args.vllm_python,
-                            "load_format": args.load_format, "resume": (out / "search" / "study.db").exists() or None})
+                            "load_format": args.load_format, "resume": (out / "search" / "study.db").exists() or None,
+                            "level_seconds": args.level_seconds, "emulate_on": args.emulate_on})
+    if args.search_from is not None:
+        same_measurement(args.search_from, settings.to_dict())
     inp = load_inputs(settings)
     base = base_config(inp)
     ctx = trial_context(inp, out / "grid-logs")
@@ -69,12 +99,19 @@ def main() -> int:
             row = json.loads(line)
             done[json.dumps(row["point"], sort_keys=True)] = row
     points = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
+    t0, took = time.monotonic(), []
     for i, point in enumerate(points):
         key = json.dumps(point, sort_keys=True)
         if key in done:
             continue
+        if args.time_budget and took and time.monotonic() - t0 + statistics.median(took) > args.time_budget:
+            print(f"time budget of {args.time_budget:.0f} s nearly spent: {len(done)}/{len(points)} grid points "
+                  "measured; run again to continue", flush=True)
+            return 3
+        started = time.monotonic()
         res = run_trial(1000 + i, replace(base, **point), False, ctx,
                         lambda m, i=i: print(f"[grid {i}] {m}", flush=True))
+        took.append(time.monotonic() - started)
         row = {"point": point, "state": res.state, "goodput_req_s": res.goodput_req_s, "slo_met": res.slo_met,
                "fail_reason": res.fail_reason}
         done[key] = row
@@ -82,30 +119,35 @@ def main() -> int:
             f.write(json.dumps(row) + "\n")
     grid_best = max((r["goodput_req_s"] for r in done.values()), default=0.0)
 
-    outcome = tune(inp)
+    study_dir = args.search_from or out / "search"
+    if args.search_from is None:
+        tune(inp)
     import optuna
 
-    study = optuna.load_study(study_name="slotune", storage=f"sqlite:///{(out / 'search').resolve()}/study.db")
+    study = optuna.load_study(study_name="slotune", storage=f"sqlite:///{study_dir.resolve()}/study.db")
     results = sorted(results_of(study), key=lambda r: r.number)
     running, reached = 0.0, None
     for r in results:
         running = max(running, r.goodput_req_s if r.slo_met else 0.0)
         if reached is None and grid_best > 0 and running >= 0.95 * grid_best:
             reached = r.number + 1
-    s = outcome.summary
+    best = max((r for r in results if r.slo_met), key=lambda r: r.goodput_req_s, default=None)
+    baseline = next((r for r in results if r.is_baseline), None)
     print(f"workload {inp.workload.name}, SLO {settings.slo}, GPU profile {inp.gpu.name}, vLLM {inp.vllm.version}")
     print(f"grid: {len(points)} points, best goodput {grid_best:.3f} req/s")
-    print(f"search: {len(results)} trials, best goodput {running:.3f} req/s = "
+    print(f"search ({study_dir}): {len(results)} trials, best goodput {running:.3f} req/s = "
           f"{(running / grid_best * 100 if grid_best else 0):.0f}% of the grid's best; "
           f"95% reached after {reached if reached else 'never'} trials")
-    base_note = s.baseline_note
-    gain = f"{s.gain_over_baseline * 100:+.0f}%" if s.gain_over_baseline is not None else "n/a"
-    print(f"gain over vLLM defaults: {gain} ({base_note})")
+    if baseline is not None and baseline.slo_met and baseline.goodput_req_s > 0 and best is not None:
+        print(f"gain over vLLM defaults: {(best.goodput_req_s / baseline.goodput_req_s - 1) * 100:+.0f}% "
+              f"(defaults {baseline.goodput_req_s:.3f} req/s, best trial {best.number} {best.goodput_req_s:.3f})")
+    else:
+        print("gain over vLLM defaults: n/a (no baseline that met the SLO)")
     if args.remeasure:
         grid_point = max(done.values(), key=lambda r: r["goodput_req_s"])["point"]
         contenders = {"grid best " + json.dumps(grid_point): replace(base, **grid_point), "vLLM defaults": base}
-        if s.best is not None and not s.best.is_baseline:
-            contenders[f"search best (trial {s.best.number})"] = s.best.config
+        if best is not None and not best.is_baseline:
+            contenders[f"search best (trial {best.number})"] = best.config
         remeasure(contenders, args.remeasure, ctx, out / "remeasure.jsonl")
     return 0
 

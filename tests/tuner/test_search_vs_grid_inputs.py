@@ -1,0 +1,26 @@
+"""bench/search_vs_grid.py --search-from: a grid is compared only with a study measured the same way."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from search_vs_grid import same_measurement  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_committed_a30_study_matches_the_gpu_grid_script_settings():
+    ours = {"gpu": "a30", "slo": "ttft_p95=2s,tpot_p95=60ms", "workload": "chat", "level_seconds": 8.0,
+            "emulate_on": "auto", "load_format": "dummy", "output_tokens": None, "seed": 0}
+    same_measurement(ROOT / "results/h200-llama-3-8b-a30", ours)  # what scripts/gpu/h200-grid.sh a30 passes
+
+
+def test_a_study_measured_with_other_levels_is_refused(tmp_path):
+    (tmp_path / "best.json").write_text(json.dumps({"settings": {"gpu": "a30", "level_seconds": 20.0}}))
+    with pytest.raises(SystemExit, match="level_seconds: study 20.0, grid 8.0"):
+        same_measurement(tmp_path, {"gpu": "a30", "level_seconds": 8.0})
+    with pytest.raises(SystemExit, match="cannot read"):
+        same_measurement(tmp_path / "missing", {})
