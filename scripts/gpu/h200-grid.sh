@@ -10,12 +10,7 @@ set -euo pipefail
 target="${1:?usage: h200-grid.sh a30|h200 TIME_BUDGET_S HARD_LIMIT_S}"
 budget="${2:-540}"
 hard="${3:-570}"
-[ -d /tmp/gpusite/vllm ] || bash .gpu-stage/unpack.sh
-cache=.gpu-stage/gpu-cache.tgz
-[ -f "$cache" ] && [ ! -d ~/.cache/vllm ] && tar -xzf "$cache" -C ~ && echo "restored compile caches from $cache"
-export PYTHONPATH="/tmp/gpusite:$PWD" HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1
-model=/tmp/models/llama-3-8b
-[ -f "$model/config.json" ] || python3 -m tuner.cli make-model --out "$model" --shape llama-3-8b --no-weights
+source scripts/gpu/h200-env.sh
 out="results/grid-h200-llama-3-8b-$target"
 args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms" --level-seconds 8
       --gpu "$target" --out "$out" --search-from "results/h200-llama-3-8b-$target" --time-budget "$budget"
@@ -29,5 +24,5 @@ echo "grid exit code: $rc (3: unfinished, run again)"
 if [ -n "${OUT:-}" ]; then
   mkdir -p "$out" && tail -c 2000000 "/tmp/grid-$target.log" > "$out/grid.log"
   tar -czf "$OUT/grid-$target.tgz" -C "$out" grid.jsonl grid.log 2>/dev/null || tar -czf "$OUT/grid-$target.tgz" -C "$out" grid.log
-  (cd ~ && tar -czf "$OUT/gpu-cache.tgz" .cache/vllm .cache/flashinfer .triton 2>/dev/null) || true
+  save_compile_caches
 fi

@@ -10,14 +10,7 @@ target="${1:?usage: h200-study.sh a30|h200 TRIALS TIME_BUDGET_S}"
 trials="${2:-10}"
 budget="${3:-420}"   # no new trial starts once a typical (median) trial would overrun this
 hard="${4:-540}"     # then SIGINT: finished trials are kept, servers stopped
-[ -d /tmp/gpusite/vllm ] || bash .gpu-stage/unpack.sh
-# compile caches (torch.compile, FlashInfer JIT, Triton) of an earlier machine, when carried along:
-# a cold first start takes ~220 s, a warm one ~80 s
-cache=.gpu-stage/gpu-cache.tgz
-[ -f "$cache" ] && [ ! -d ~/.cache/vllm ] && tar -xzf "$cache" -C ~ && echo "restored compile caches from $cache"
-export PYTHONPATH="/tmp/gpusite:$PWD" HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1
-model=/tmp/models/llama-3-8b
-[ -f "$model/config.json" ] || python3 -m tuner.cli make-model --out "$model" --shape llama-3-8b --no-weights
+source scripts/gpu/h200-env.sh
 out="results/h200-llama-3-8b-$target"
 args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms"
       --trials "$trials" --out "$out" --time-budget "$budget" --level-seconds 8)
@@ -46,5 +39,5 @@ if [ -n "${OUT:-}" ]; then
   grep -h -E "CUDA graph pool memory|Model Runner|Actual usage is|Available KV cache memory|GPU KV cache size|Maximum concurrency|Memory profiling takes|model weights took" \
     "$out"/logs/trial-*/*.log 2>/dev/null | cut -c1-400 > "$keep/memory-lines.txt" || true
   tar -czf "$OUT/$target.tgz" -C "$keep" .
-  (cd ~ && tar -czf "$OUT/gpu-cache.tgz" .cache/vllm .cache/flashinfer .triton 2>/dev/null) || true
+  save_compile_caches
 fi
