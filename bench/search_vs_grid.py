@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tuner.errors import UsageError  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
 from tuner.objective import run_trial  # noqa: E402
 from tuner.pipeline import base_config, trial_context, tune  # noqa: E402
@@ -52,10 +53,10 @@ def same_measurement(study_dir: Path, ours: dict) -> None:
     try:
         theirs = json.loads((study_dir / "best.json").read_text())["settings"]
     except (OSError, KeyError, ValueError) as e:
-        raise SystemExit(f"--search-from {study_dir}: cannot read the study's settings from best.json ({e})") from e
+        raise UsageError(f"--search-from {study_dir}: cannot read the study's settings from best.json ({e})") from e
     differ = [f"{k}: study {theirs.get(k)!r}, grid {ours.get(k)!r}" for k in COMPARED if theirs.get(k) != ours.get(k)]
     if differ:
-        raise SystemExit(f"--search-from {study_dir} was measured differently; pass the same options: "
+        raise UsageError(f"--search-from {study_dir} was measured differently; pass the same options: "
                          + "; ".join(differ))
 
 
@@ -87,7 +88,11 @@ def main() -> int:
                             "load_format": args.load_format, "resume": (out / "search" / "study.db").exists() or None,
                             "level_seconds": args.level_seconds, "emulate_on": args.emulate_on})
     if args.search_from is not None:
-        same_measurement(args.search_from, settings.to_dict())
+        try:
+            same_measurement(args.search_from, settings.to_dict())
+        except UsageError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     inp = load_inputs(settings)
     base = base_config(inp)
     ctx = trial_context(inp, out / "grid-logs")

@@ -9,6 +9,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from search_vs_grid import same_measurement  # noqa: E402
 
+from tuner.errors import UsageError  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -20,7 +22,7 @@ def test_the_committed_a30_study_matches_the_gpu_grid_script_settings():
 
 def test_a_study_measured_with_other_levels_is_refused(tmp_path):
     (tmp_path / "best.json").write_text(json.dumps({"settings": {"gpu": "a30", "level_seconds": 20.0}}))
-    with pytest.raises(SystemExit, match="level_seconds: study 20.0, grid 8.0"):
+    with pytest.raises(UsageError, match="level_seconds: study 20.0, grid 8.0"):
         same_measurement(tmp_path, {"gpu": "a30", "level_seconds": 8.0})
-    with pytest.raises(SystemExit, match="cannot read"):
+    with pytest.raises(UsageError, match="cannot read"):
         same_measurement(tmp_path / "missing", {})
