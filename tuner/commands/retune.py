@@ -1,6 +1,6 @@
 """``tune retune``: re-verify a finished study; re-tune (warm-started) when the model or vLLM changed.
 
-Exit 0 when the SLO and goodput hold within the tolerance, 1 on a regression, 2 on bad input.
+Exit 0 when the SLO holds at (1 − tolerance) × the tuned rate, 1 on a regression, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--study", help="study folder with best.json (default: the out folder of ./slotune.yaml)")
     p.add_argument("--trials", type=int, help="trials for a re-tune (default: the study's)")
     p.add_argument("--tolerance", type=float, default=0.1,
-                   help="allowed goodput drop before it counts as a regression (default 0.1 = 10%%)")
+                   help="allowed capacity drop: the SLO must hold at (1 - tolerance) x the tuned rate "
+                        "(default 0.1 = 10%%)")
     p.add_argument("--vllm-python", help="interpreter whose vLLM is launched (default: the study's)")
     p.add_argument("--config", help="project file (default ./slotune.yaml)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
