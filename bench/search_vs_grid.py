@@ -12,8 +12,9 @@ best in ≤ 20 trials; ≥ +30 % over the defaults baseline (name the workload w
 
 On a GPU, where a trial costs minutes and device time comes in calls of ≤ 10 minutes:
 ``--search-from STUDY_DIR`` compares the grid with a study ``tune`` already ran (same model, workload,
-SLO and level length; no new search), and ``--time-budget S`` starts no new grid point once a typical
-point would overrun S seconds (run again to continue; exit code 3 says the grid is unfinished).
+SLO and level length; no new search), and ``--time-budget S`` starts no new grid point, and no new search
+trial, once a typical one would overrun S seconds (run again to continue; exit code 3 says the grid or the
+search is unfinished, and the figures printed then are interim).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def main() -> int:
     ap.add_argument("--emulate-on", help="as tune's --emulate-on (memory emulation of a smaller GPU)")
     ap.add_argument("--search-from", type=Path, metavar="STUDY_DIR",
                     help="compare with this finished tune study instead of running a search")
-    ap.add_argument("--time-budget", type=float, metavar="S", help="no new grid point past S seconds")
+    ap.add_argument("--time-budget", type=float, metavar="S",
+                    help="no new grid point or search trial past S seconds (covers both stages)")
     ap.add_argument("--remeasure", type=int, default=0, metavar="N",
                     help="then measure the grid's best, the search's best and the defaults N more times each "
                          "(fresh servers, interleaved): one measurement per config is noisy, and the best of "
@@ -126,6 +128,9 @@ def main() -> int:
 
     study_dir = args.search_from or out / "search"
     if args.search_from is None:
+        if args.time_budget:
+            left = args.time_budget - (time.monotonic() - t0)
+            inp = replace(inp, settings=replace(settings, time_budget=max(left, 1.0)))
         tune(inp)
     import optuna
 
@@ -148,6 +153,10 @@ def main() -> int:
               f"(defaults {baseline.goodput_req_s:.3f} req/s, best trial {best.number} {best.goodput_req_s:.3f})")
     else:
         print("gain over vLLM defaults: n/a (no baseline that met the SLO)")
+    if args.search_from is None and len(results) < args.trials:
+        print(f"search unfinished: {len(results)}/{args.trials} trials (figures above are interim); "
+              "run again to continue", flush=True)
+        return 3
     if args.remeasure:
         grid_point = max(done.values(), key=lambda r: r["goodput_req_s"])["point"]
         contenders = {"grid best " + json.dumps(grid_point): replace(base, **grid_point), "vLLM defaults": base}
