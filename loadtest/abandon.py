@@ -1,10 +1,13 @@
 """Abandon a load level as soon as its SLO is certainly lost (the tuner's capacity search uses this to
 spend no time finishing a level it already knows is over capacity).
 
-An ``xxx_pNN`` SLO over N planned requests allows at most ⌊(1 − NN/100)·N⌋ requests above the limit
-(failed requests count as misses). Once more have missed, no later request can bring pNN back under
-the limit, so the level is lost. Only ttft/tpot/e2e are judged per request here (ITL SLOs never
-abandon a level: its percentile is over tokens, not requests).
+An ``xxx_pNN`` SLO over N planned requests is judged on the linear-interpolated percentile
+(``loadtest.report.percentile``): it sits at position p = (N − 1)·NN/100 of the sorted values, so
+N − 1 − ⌊p⌋ requests may miss (failed requests count as misses) and the percentile can still hold
+(it then interpolates between a request within the limit and one above it). One more miss puts both
+neighbours of p above the limit: no later request can bring pNN back, so the level is lost.
+Only ttft/tpot/e2e are judged per request here (ITL SLOs never abandon a level: its percentile is
+over tokens, not requests).
 """
 
 from __future__ import annotations
@@ -16,12 +19,20 @@ from loadtest.records import RequestRecord
 from loadtest.slo import SLO
 
 
+def allowed_misses(planned: int, pct: float) -> int:
+    """How many of ``planned`` requests may miss while the pct-th percentile can still be within the limit."""
+    if planned <= 0:
+        return 0
+    pos = (planned - 1) * min(max(pct, 0.0), 100.0) / 100.0  # as loadtest.report.percentile places it
+    return planned - 1 - math.floor(pos)
+
+
 class MissCounter:
     """Feed completed records with ``add``; it returns True once some SLO can no longer be met."""
 
     def __init__(self, slos: tuple[SLO, ...], planned: int) -> None:
         self.slos = tuple(s for s in slos if s.metric in ("ttft", "tpot", "e2e"))
-        self.allowed = {s.key: math.floor((1 - s.percentile / 100) * planned + 1e-9) for s in self.slos}
+        self.allowed = {s.key: allowed_misses(planned, s.percentile) for s in self.slos}
         self.misses = dict.fromkeys(self.allowed, 0)
         self.lost_slo: str | None = None
 

@@ -132,3 +132,20 @@ def test_percentile_matches_linear_interpolation() -> None:
     vals = [1.0, 2.0, 3.0, 4.0]
     assert percentile(vals, 50) == 2.5 and percentile(vals, 0) == 1.0 and percentile(vals, 100) == 4.0
     assert percentile([1.0, math.inf], 60) == math.inf and percentile([], 50) is None
+
+
+@pytest.mark.parametrize("pct", [50.0, 90.0, 95.0, 99.0, 99.9])
+def test_a_level_is_abandoned_exactly_when_its_percentile_can_no_longer_hold(pct: float) -> None:
+    # The abandon rule must agree with the percentile the level is judged on (linear interpolation):
+    # with `allowed` misses some outcome still meets the limit, with one more none does.
+    from loadtest.abandon import allowed_misses
+    from loadtest.report import percentile
+
+    limit = 1.0
+    for n in range(1, 600):
+        m = allowed_misses(n, pct)
+        assert 0 <= m < n
+        best_case = sorted([0.0] * (n - m) + [limit * (1 + 1e-9)] * m)  # the others as fast as can be
+        assert percentile(best_case, pct) <= limit, (n, m)
+        over = sorted([0.0] * (n - m - 1) + [limit * (1 + 1e-9)] * (m + 1))
+        assert percentile(over, pct) > limit, (n, m + 1)
