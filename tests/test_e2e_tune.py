@@ -64,6 +64,9 @@ def test_slice_writes_the_contracted_files(study):
     assert "Confirmed with fresh servers" in proc.stdout  # in the final lines too
     assert "progress" not in proc.stdout and "[trial" in proc.stderr  # progress goes to stderr
     assert not vllm_processes(model), "tune left a vLLM process running"
+    # on the cpu profile the server runs below the load generator's priority (tuner.objective.CPU_SERVER_NICE)
+    logs = sorted((out / "logs" / "trial-000").glob("vllm-*.log"))
+    assert logs and "[slotune-watchdog] server niceness +10" in logs[0].read_text()
 
 
 def test_launch_script_serves(study):

