@@ -12,6 +12,9 @@ PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2e")
 
 
+LATE_GENERATOR_MS = 50.0  # the text report says so when the generator's own p95 lateness reaches this
+
+
 def percentile(sorted_values: tuple[float, ...] | list[float], pct: float) -> float | None:
     """Linear-interpolated percentile (numpy's default) of already sorted values; None when empty.
 
@@ -141,6 +144,10 @@ def format_table(r: LoadReport) -> str:
         ("schedule lag", r.schedule_lag_ms),
     ):
         lines.append(f"{name:<14}" + "".join(f"{_ms(v):>10}" for v in (d.mean, d.p50, d.p90, d.p95, d.p99)))
+    lag = r.schedule_lag_ms.p95
+    if lag is not None and lag >= LATE_GENERATOR_MS:
+        lines.append(f"(the load generator itself fell behind its schedule: p95 {lag:,.0f} ms, counted in TTFT and "
+                     "E2E; on a machine shared with the server, give the server a lower priority, e.g. `nice -n 10`)")
     if not r.token_counts_exact and r.requests_ok:
         lines.append("(the server gave no per-chunk usage: ITL split evenly over chunks; TPOT is exact)")
     if r.slos:

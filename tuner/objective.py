@@ -17,7 +17,7 @@ from typing import Any
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
-from loadtest.report import LoadReport
+from loadtest.report import LATE_GENERATOR_MS, LoadReport
 from loadtest.runner import LoadSpec, run_load
 from loadtest.slo import SLO
 from loadtest.workload import Workload
@@ -37,7 +37,6 @@ DEFAULT_GMU = 0.92  # vLLM 0.26 and 0.32 (EngineArgs), GPU and CPU alike
 # 1,358 ms with the generator's own p95 schedule lag 545 ms; the same server reniced by 10 read 15 ms
 # and 0 ms (and 23 ms at 20 req/s). So trials on the cpu profile run the server at this niceness.
 CPU_SERVER_NICE = 10
-LAG_NOTE_MS = 50.0  # a level's progress line says so when the generator's p95 lateness reaches this
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,8 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
         what = f"rate {level.rate:.2f}/s" if level.rate is not None else f"probe c={level.concurrency}"
         vals = ", ".join(f"{k} {v:.0f}ms" for k, v in level.slo_values.items() if v is not None) or "lost early"
         lag = level.schedule_lag_p95_ms or 0.0
-        behind = f"; load generator behind schedule (p95 {lag:.0f} ms, counted in TTFT)" if lag >= LAG_NOTE_MS else ""
+        behind = (f"; load generator behind schedule (p95 {lag:.0f} ms, counted in TTFT)"
+                  if lag >= LATE_GENERATOR_MS else "")
         progress(f"{what}: {'met' if level.slo_met else 'missed'} ({vals}) goodput {level.goodput_req_s:.2f}/s{behind}")
 
     start_lock = ctx.start_locks.get(device)

@@ -149,3 +149,12 @@ def test_a_level_is_abandoned_exactly_when_its_percentile_can_no_longer_hold(pct
         assert percentile(best_case, pct) <= limit, (n, m)
         over = sorted([0.0] * (n - m - 1) + [limit * (1 + 1e-9)] * (m + 1))
         assert percentile(over, pct) > limit, (n, m + 1)
+
+
+def test_the_text_report_says_when_the_generator_itself_fell_behind() -> None:
+    from loadtest.report import format_table
+
+    on_time = compute_metrics([rec(0, 10.0, 10.004, [(10.1, 1), (10.12, 1)], 10.12)])
+    late = compute_metrics([rec(0, 10.0, 10.3, [(10.4, 1), (10.42, 1)], 10.42)])
+    assert "fell behind its schedule" not in format_table(on_time)
+    assert "fell behind its schedule: p95 300 ms" in format_table(late)
