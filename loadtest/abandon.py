@@ -16,6 +16,7 @@ import math
 
 from loadtest.metrics import _meets, timings
 from loadtest.records import RequestRecord
+from loadtest.report import percentile_position
 from loadtest.slo import SLO
 
 
@@ -23,8 +24,7 @@ def allowed_misses(planned: int, pct: float) -> int:
     """How many of ``planned`` requests may miss while the pct-th percentile can still be within the limit."""
     if planned <= 0:
         return 0
-    pos = (planned - 1) * min(max(pct, 0.0), 100.0) / 100.0  # as loadtest.report.percentile places it
-    return planned - 1 - math.floor(pos)
+    return planned - 1 - math.floor(percentile_position(planned, pct))
 
 
 class MissCounter:

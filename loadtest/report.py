@@ -15,6 +15,11 @@ LATENCY_METRICS = ("ttft", "tpot", "itl", "e2e")
 LATE_GENERATOR_MS = 50.0  # the text report says so when the generator's own p95 lateness reaches this
 
 
+def percentile_position(n: int, pct: float) -> float:
+    """Where the pct-th percentile of n sorted values sits (0 … n−1), linear interpolation's rank."""
+    return (n - 1) * min(max(pct, 0.0), 100.0) / 100.0
+
+
 def percentile(sorted_values: tuple[float, ...] | list[float], pct: float) -> float | None:
     """Linear-interpolated percentile (numpy's default) of already sorted values; None when empty.
 
@@ -23,7 +28,7 @@ def percentile(sorted_values: tuple[float, ...] | list[float], pct: float) -> fl
     n = len(sorted_values)
     if n == 0:
         return None
-    pos = (n - 1) * min(max(pct, 0.0), 100.0) / 100.0
+    pos = percentile_position(n, pct)
     lo = math.floor(pos)
     hi = min(lo + 1, n - 1)
     a, b = sorted_values[lo], sorted_values[hi]
