@@ -22,7 +22,7 @@ def test_points_of_the_native_h200_study_carry_the_launched_settings(tmp_path, c
     calibration = tmp_path / "cal.yaml"
     calibration.write_text("# header\ndevice: h200\nvllm_version: 0.26.0\npoints:\n")
     study = ROOT / "results/h200-llama-3-8b-h200"
-    cal.main([str(study), "--shape", "llama-3-8b", "--trials", "0,1,2,3,4,5", "--calibration", str(calibration)])
+    cal.main([str(study), "--shape", "llama-3-8b", "--trials", "0,1,2,3,4,5,6,7,8,9", "--calibration", str(calibration)])
     import yaml
 
     points = yaml.safe_load(calibration.read_text())["points"]
@@ -30,5 +30,6 @@ def test_points_of_the_native_h200_study_carry_the_launched_settings(tmp_path, c
     assert points[0]["settings"] == {"gpu_memory_utilization": 0.92}  # the defaults, as vLLM states them
     assert points[0]["reported"]["kv_tokens"] == 922064
     assert points[1]["settings"]["speculative_method"] == "ngram" and points[1]["reported"]["cudagraph_estimate_gib"]
-    with pytest.raises(SystemExit, match="6 engine blocks .* but 5 trials"):
+    assert points[9]["reported"]["kv_tokens"] == 950160
+    with pytest.raises(SystemExit, match="10 engine blocks .* but 5 trials"):
         cal.main([str(study), "--shape", "llama-3-8b", "--trials", "0,1,2,3,4", "--dry-run"])
