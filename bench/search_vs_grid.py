@@ -38,11 +38,21 @@ from tuner.settings import resolve  # noqa: E402
 from tuner.study import results_of  # noqa: E402
 
 
+def _grid_value(text: str) -> object:
+    """true/false, a number, or else the word itself (kv_cache_dtype=auto,fp8)."""
+    if text in ("true", "false"):
+        return text == "true"
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def parse_grid(items: list[str]) -> dict[str, list[object]]:
     grid: dict[str, list[object]] = {}
     for item in items:
         key, _, values = item.partition("=")
-        grid[key] = [json.loads(v) if v not in ("true", "false") else v == "true" for v in values.split(",")]
+        grid[key] = [_grid_value(v) for v in values.split(",")]
     return grid
 
 

@@ -1,4 +1,4 @@
-"""bench/search_vs_grid.py --search-from: a grid is compared only with a study measured the same way."""
+"""bench/search_vs_grid.py: --grid values; --search-from compares a grid only with a study measured the same way."""
 
 import json
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from search_vs_grid import same_measurement  # noqa: E402
+from search_vs_grid import parse_grid, same_measurement  # noqa: E402
 
 from tuner.errors import UsageError  # noqa: E402
 
@@ -26,3 +26,11 @@ def test_a_study_measured_with_other_levels_is_refused(tmp_path):
         same_measurement(tmp_path, {"gpu": "a30", "level_seconds": 8.0})
     with pytest.raises(UsageError, match="cannot read"):
         same_measurement(tmp_path / "missing", {})
+
+
+def test_grid_values_are_booleans_numbers_or_words():
+    # words failed to parse once (json.loads("auto")), so the GPU grid script stopped before its first point
+    grid = parse_grid(["max_num_seqs=128,256", "kv_cache_dtype=auto,fp8", "enable_chunked_prefill=true,false",
+                       "gpu_memory_utilization=0.85"])
+    assert grid == {"max_num_seqs": [128, 256], "kv_cache_dtype": ["auto", "fp8"],
+                    "enable_chunked_prefill": [True, False], "gpu_memory_utilization": [0.85]}
