@@ -58,6 +58,11 @@ class Transport(Protocol):
     ) -> AbstractAsyncContextManager[Response]: ...
 
 
+def _read_outcome(fut: Any) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
 class _AiohttpResponse:
     def __init__(self, resp: Any) -> None:
         self._resp = resp
@@ -81,6 +86,10 @@ class _AiohttpResponse:
                 content.set_exception(aiohttp.ClientPayloadError("connection closed mid-response"))
 
         if closed is not None:
+            # aiohttp creates this future when first asked for it, so it is ours to read: a reset sets an
+            # exception on it that asyncio would otherwise log as "never retrieved" (the stream's own
+            # read fails with the reset and records it)
+            closed.add_done_callback(_read_outcome)
             closed.add_done_callback(on_closed)
         try:
             async for data in content.iter_any():
