@@ -54,8 +54,10 @@ def suggest_config(trial: optuna.trial.BaseTrial, ctx: SpaceContext) -> ServeCon
         variant = trial.suggest_categorical("model_variant", sorted(ctx.variants))
         knobs["model"] = ctx.variants[variant]
     if not ctx.is_cpu and ctx.accepts("--gpu-memory-utilization"):
-        knobs["gpu_memory_utilization"] = trial.suggest_float(
-            "gpu_memory_utilization", GMU_RANGE[0], GMU_RANGE[1], step=0.01)
+        # Optuna's stepped floats carry binary noise (0.8300000000000001), which reached the launch
+        # flags, trials.csv and launch.sh
+        knobs["gpu_memory_utilization"] = round(trial.suggest_float(
+            "gpu_memory_utilization", GMU_RANGE[0], GMU_RANGE[1], step=0.01), 2)
     knobs["max_model_len"] = trial.suggest_categorical("max_model_len", model_len_choices(ctx))
     knobs["max_num_seqs"] = trial.suggest_categorical("max_num_seqs", MAX_NUM_SEQS)
     chunked = True
