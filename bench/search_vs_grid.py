@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tuner.errors import UsageError  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
 from tuner.objective import run_trial  # noqa: E402
+from tuner.outputs import summarize  # noqa: E402
 from tuner.pipeline import base_config, trial_context, tune  # noqa: E402
 from tuner.settings import resolve  # noqa: E402
 from tuner.study import results_of  # noqa: E402
@@ -146,21 +147,23 @@ def main() -> int:
 
     study = optuna.load_study(study_name="slotune", storage=f"sqlite:///{study_dir.resolve()}/study.db")
     results = sorted(results_of(study), key=lambda r: r.number)
+    # the search's best after each trial as tune judges it: a configuration measured more than once
+    # counts with its mean (tuner.outputs.summarize)
     running, reached = 0.0, None
-    for r in results:
-        running = max(running, r.goodput_req_s if r.slo_met else 0.0)
+    for k in range(len(results)):
+        running = summarize(results[:k + 1]).best_goodput or 0.0
         if reached is None and grid_best > 0 and running >= 0.95 * grid_best:
-            reached = r.number + 1
-    best = max((r for r in results if r.slo_met), key=lambda r: r.goodput_req_s, default=None)
-    baseline = next((r for r in results if r.is_baseline), None)
+            reached = k + 1
+    summary = summarize(results)
+    best = summary.best
     print(f"workload {inp.workload.name}, SLO {settings.slo}, GPU profile {inp.gpu.name}, vLLM {inp.vllm.version}")
     print(f"grid: {len(points)} points, best goodput {grid_best:.3f} req/s")
     print(f"search ({study_dir}): {len(results)} trials, best goodput {running:.3f} req/s = "
           f"{(running / grid_best * 100 if grid_best else 0):.0f}% of the grid's best; "
           f"95% reached after {reached if reached else 'never'} trials")
-    if baseline is not None and baseline.slo_met and baseline.goodput_req_s > 0 and best is not None:
-        print(f"gain over vLLM defaults: {(best.goodput_req_s / baseline.goodput_req_s - 1) * 100:+.0f}% "
-              f"(defaults {baseline.goodput_req_s:.3f} req/s, best trial {best.number} {best.goodput_req_s:.3f})")
+    if summary.gain_over_baseline is not None and best is not None:
+        print(f"gain over vLLM defaults: {summary.gain_over_baseline * 100:+.0f}% ({summary.baseline_note}; "
+              f"best: trial {best.number}'s configuration, {summary.best_goodput_text()})")
     else:
         print("gain over vLLM defaults: n/a (no baseline that met the SLO)")
     if args.search_from is None and len(results) < args.trials:

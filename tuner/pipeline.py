@@ -52,7 +52,7 @@ class Progress:
         done = len(finished(study))
         per = (time.monotonic() - self.t0) / self.done_here
         eta = per * max(0, self.total - done)
-        best = (f"best so far {summary.best.goodput_req_s:.3f} req/s (trial {summary.best.number})"
+        best = (f"best so far {summary.best_goodput_text()} (trial {summary.best.number})"
                 if summary.best else "no config has met the SLO yet")
         self.say(f"{done}/{self.total} finished; {best}; ETA {eta / 60:.1f} min")
 

@@ -31,13 +31,13 @@ def _headline(summary: Summary, meta: dict[str, Any]) -> str:
                 "The closest configurations are listed below; no launch.sh was written.</p>")
     b = summary.best
     if b.is_baseline:
-        return (f'<p class="ok"><b>vLLM\'s defaults were the best configuration found</b>: {b.goodput_req_s:.3f} '
-                f"req/s goodput while keeping {slo} (highest passing Poisson rate {_fmt(b.best_rate)} req/s); no "
-                "tried configuration beat them.</p>")
+        return (f'<p class="ok"><b>vLLM\'s defaults were the best configuration found</b>: '
+                f"{escape(summary.best_goodput_text())} goodput while keeping {slo} (highest passing Poisson "
+                f"rate {_fmt(b.best_rate)} req/s); no tried configuration beat them.</p>")
     gain = ("" if summary.gain_over_baseline is None
             else f" — <b>{summary.gain_over_baseline * 100:+.0f}%</b> goodput over vLLM's defaults")
-    return (f'<p class="ok"><b>Trial {b.number} wins</b>: {b.goodput_req_s:.3f} req/s goodput while keeping '
-            f"{slo} (highest passing Poisson rate {_fmt(b.best_rate)} req/s){gain}. "
+    return (f'<p class="ok"><b>Trial {b.number} wins</b>: {escape(summary.best_goodput_text())} goodput while '
+            f"keeping {slo} (highest passing Poisson rate {_fmt(b.best_rate)} req/s){gain}. "
             f"{escape(summary.baseline_note)}.</p>")
 
 

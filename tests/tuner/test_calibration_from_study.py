@@ -22,7 +22,8 @@ def test_points_of_the_native_h200_study_carry_the_launched_settings(tmp_path, c
     calibration = tmp_path / "cal.yaml"
     calibration.write_text("# header\ndevice: h200\nvllm_version: 0.26.0\npoints:\n")
     study = ROOT / "results/h200-llama-3-8b-h200"
-    cal.main([str(study), "--shape", "llama-3-8b", "--trials", "0,1,2,3,4,5,6,7,8,9", "--calibration", str(calibration)])
+    cal.main([str(study), "--shape", "llama-3-8b", "--trials", ",".join(map(str, range(10))),
+              "--calibration", str(calibration)])
     import yaml
 
     points = yaml.safe_load(calibration.read_text())["points"]

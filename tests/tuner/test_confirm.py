@@ -29,6 +29,9 @@ def test_rival_is_the_defaults_else_the_runner_up_else_none():
     assert rival_of(summarize([trial(0, 0.0, baseline=True, state=FAIL), trial(1, 8.0, seqs=64),
                                trial(2, 7.0, seqs=8)])).number == 2
     assert rival_of(summarize([trial(0, 9.0, baseline=True)])) is None
+    # the runner-up is another configuration, never a repeat of the best's own
+    assert rival_of(summarize([trial(0, 0.0, baseline=True, state=FAIL), trial(1, 8.0, seqs=64),
+                               trial(2, 7.9, seqs=64), trial(3, 7.0, seqs=8)])).number == 3
     assert rival_of(summarize([trial(0, 0.0, baseline=True, state=FAIL)])) is None
 
 

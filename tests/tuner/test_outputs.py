@@ -75,3 +75,24 @@ def test_speculation_columns_come_from_the_servers_counters(tmp_path):
     assert pd.isna(frame.loc[0, "spec_drafts"]) and pd.isna(frame.loc[0, "spec_acceptance_rate"])
     assert frame.loc[1, "spec_drafts"] == 0 and pd.isna(frame.loc[1, "spec_acceptance_rate"])
     assert frame.loc[2, "spec_drafts"] == 40 and frame.loc[2, "spec_acceptance_rate"] == 0.625
+
+
+def test_a_configuration_measured_twice_is_judged_on_its_mean(tmp_path):
+    # trial 2's configuration was proposed again (trial 3) and measured far lower: its mean, 2.5, loses to
+    # trial 1's 3.0, where the luckier single measurement (4.0) would have won
+    results = [result(0, goodput=2.0, baseline=True), result(1, goodput=3.0, max_num_seqs=64),
+               result(2, goodput=4.0, max_num_seqs=8), result(3, goodput=1.0, max_num_seqs=8)]
+    s = summarize(results)
+    assert s.best.number == 1 and s.best_goodputs == (3.0,) and abs(s.gain_over_baseline - 0.5) < 1e-9
+    assert [r.number for r in s.top] == [1, 3, 0]  # one trial per configuration: the one nearest its mean
+    # a repeat that missed the SLO at every load counts as 0
+    s = summarize(results[:2] + [result(2, goodput=3.6, max_num_seqs=8), result(3, met=False, max_num_seqs=8)])
+    assert [r.number for r in s.top] == [1, 0, 2]  # 3.0, 2.0, then (3.6 + 0) / 2
+    # the best's own repeats: the gain and the text use the mean
+    s = write_outputs(tmp_path, results[:2] + [result(2, goodput=3.4, max_num_seqs=64)], {"slo": "x"},
+                      fake_script, write_report)
+    assert s.best.number == 2 and s.best_goodputs == (3.0, 3.4) and abs(s.gain_over_baseline - 0.6) < 1e-9
+    assert s.best_goodput_text() == "3.200 req/s (mean of 2 measurements: 3.000, 3.400)"
+    doc = json.loads((tmp_path / "best.json").read_text())
+    assert doc["best_goodputs_req_s"] == [3.0, 3.4] and abs(doc["best_goodput_mean_req_s"] - 3.2) < 1e-9
+    assert "mean of 2 measurements" in (tmp_path / "report.html").read_text()

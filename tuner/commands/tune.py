@@ -38,12 +38,12 @@ def print_outcome(out: Path, summary: Any, slo: str, confirmation: Any = None) -
         return
     b = summary.best
     if b.is_baseline:
-        print(f"Best: vLLM's own defaults (trial {b.number}), goodput {b.goodput_req_s:.3f} req/s at "
+        print(f"Best: vLLM's own defaults (trial {b.number}), goodput {summary.best_goodput_text()} at "
               f"{b.best_rate:.3f} req/s; no tried configuration beat them")
     else:
         g = summary.gain_over_baseline
         gain = "" if g is None else f" ({g * 100:+.0f}% vs vLLM defaults)"
-        print(f"Best: trial {b.number}, goodput {b.goodput_req_s:.3f} req/s at {b.best_rate:.3f} req/s{gain}")
+        print(f"Best: trial {b.number}, goodput {summary.best_goodput_text()} at {b.best_rate:.3f} req/s{gain}")
     if confirmation is not None:
         print(confirmation.line())
         if confirmation.gain_on_means is None or confirmation.gain_on_means <= 0:
