@@ -39,7 +39,7 @@ class Summary:
 
     @property
     def best_goodput(self) -> float | None:
-        return sum(self.best_goodputs) / len(self.best_goodputs) if self.best_goodputs else None
+        return _mean(self.best_goodputs) if self.best_goodputs else None
 
     def best_goodput_text(self) -> str:
         """'43.879 req/s', or with repeats '39.938 req/s (mean of 2 measurements: 43.879, 35.997)'."""
@@ -56,6 +56,10 @@ def atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def _mean(values: tuple[float, ...]) -> float:
+    return sum(values) / len(values)
 
 
 def _goodput(r: TrialResult) -> float:
@@ -77,24 +81,25 @@ def summarize(results: list[TrialResult]) -> Summary:
     for trials in groups.values():
         met = [r for r in trials if r.slo_met]
         if met:
-            mean = sum(_goodput(r) for r in trials) / len(trials)
+            goodputs = tuple(_goodput(r) for r in trials)
+            mean = _mean(goodputs)
             nearest = min(met, key=lambda r: (abs(r.goodput_req_s - mean), -r.number))
-            ranked.append((mean, nearest, tuple(_goodput(r) for r in trials)))
+            ranked.append((mean, nearest, goodputs))
     ranked.sort(key=lambda x: (-x[0], x[1].metric("ttft_ms.p95") or 0.0))
-    best, best_goodputs = (ranked[0][1], ranked[0][2]) if ranked else (None, ())
+    best_mean, best, best_goodputs = ranked[0] if ranked else (0.0, None, ())
     baseline = next((r for r in results if r.is_baseline), None)
     baseline_goodputs = tuple(_goodput(r) for r in groups.get(baseline.config, [])) if baseline else ()
     closest = tuple(sorted((r for r in results if r.state == COMPLETE and not r.slo_met),
                            key=lambda r: r.constraint)[:3]) if best is None else ()
     gain, note = None, "no baseline trial yet"
     if baseline is not None:
-        base_mean = sum(baseline_goodputs) / len(baseline_goodputs) if baseline_goodputs else 0.0
+        base_mean = _mean(baseline_goodputs) if baseline_goodputs else 0.0
         if baseline.state != COMPLETE:
             note = f"vLLM's defaults did not run: {baseline.state} ({baseline.fail_reason})"
         elif base_mean <= 0:
             note = "vLLM's defaults met the SLO at no tested load (goodput 0)"
         elif best is not None:
-            gain = (sum(best_goodputs) / len(best_goodputs)) / base_mean - 1.0
+            gain = best_mean / base_mean - 1.0
             note = f"vLLM's defaults: {base_mean:.3f} req/s goodput"
             if len(baseline_goodputs) > 1:
                 note += f" (mean of {len(baseline_goodputs)} measurements)"
