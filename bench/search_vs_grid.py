@@ -93,6 +93,9 @@ def main() -> int:
                     help="then measure the grid's best, the search's best and the defaults N more times each "
                          "(fresh servers, interleaved): one measurement per config is noisy, and the best of "
                          "many noisy measurements is biased upwards")
+    ap.add_argument("--remeasure-search-first", action="store_true",
+                    help="start the re-measurements with the search's best instead of the grid's best (two "
+                         "workers on two GPUs, one each way, spread the order's effect)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -175,6 +178,8 @@ def main() -> int:
         contenders = {"grid best " + json.dumps(grid_point): replace(base, **grid_point), "vLLM defaults": base}
         if best is not None and not best.is_baseline:
             contenders[f"search best (trial {best.number})"] = best.config
+        if args.remeasure_search_first:
+            contenders = dict(reversed(contenders.items()))
         remeasure(contenders, args.remeasure, ctx, out / "remeasure.jsonl")
     return 0
 
