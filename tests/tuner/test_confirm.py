@@ -77,3 +77,19 @@ def test_the_final_lines_say_when_the_confirmation_contradicts_the_search(tmp_pa
     print_outcome(tmp_path, s, "ttft_p95=2s", lost)
     out = capsys.readouterr().out
     assert "gain on the means -31%" in out and "warning: on fresh servers the best did not beat vLLM's defaults" in out
+
+
+def test_the_final_lines_say_when_the_gain_rests_on_single_measurements(tmp_path, capsys):
+    from tuner.commands.tune import print_outcome
+
+    once = summarize([trial(0, 9.2, baseline=True), trial(1, 30.8, seqs=128)])
+    print_outcome(tmp_path, once, "ttft_p95=2s")
+    assert "note: that gain compares single measurements" in capsys.readouterr().out
+    # the best's configuration measured twice, the defaults once: still one side rests on one measurement
+    twice = summarize([trial(0, 9.2, baseline=True), trial(1, 30.8, seqs=128), trial(2, 28.0, seqs=128)])
+    print_outcome(tmp_path, twice, "ttft_p95=2s")
+    assert "note: that gain compares single measurements" in capsys.readouterr().out
+    both = summarize([trial(0, 9.2, baseline=True), trial(3, 9.0, baseline=True), trial(1, 30.8, seqs=128),
+                      trial(2, 28.0, seqs=128)])
+    print_outcome(tmp_path, both, "ttft_p95=2s")
+    assert "single measurements" not in capsys.readouterr().out
