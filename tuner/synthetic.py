@@ -46,6 +46,20 @@ SHAPES: dict[str, dict[str, Any]] = {
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
 
 
+def w4a16_quantization_config() -> dict[str, Any]:
+    """The ``quantization_config`` ``tune quantize`` writes (compressed-tensors, 4-bit integer weights in
+    groups of 128 with zero points, 16-bit activations; lm_head and embeddings kept 16-bit), for a
+    config-only model served with ``--load-format dummy``: the 4-bit variant's memory and kernels are
+    real, its (random) weights need no calibration. No layer is restored to 16-bit (a real quantization
+    may restore a few: docs/quantize.md)."""
+    weights = {"num_bits": 4, "type": "int", "symmetric": False, "strategy": "group", "group_size": 128,
+               "dynamic": False, "actorder": None, "observer": "memoryless_minmax", "observer_kwargs": {}}
+    return {"quant_method": "compressed-tensors", "format": "pack-quantized", "quantization_status": "compressed",
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights, "input_activations": None,
+                                          "output_activations": None, "format": "pack-quantized"}},
+            "ignore": ["lm_head"], "kv_cache_scheme": None, "sparsity_config": {}}
+
+
 def shape_config(shape: str, **overrides: Any) -> dict[str, Any]:
     """The config.json dict of a named shape (``SHAPES``), with overrides applied."""
     if shape not in SHAPES:
@@ -74,15 +88,21 @@ def write_tokenizer(out: Path, vocab_size: int) -> None:
 
 
 def write_model(out: str | Path, shape: str = "llama-tiny", *, weights: bool = True, seed: int = 0,
-                **overrides: Any) -> Path:
+                w4a16: bool = False, **overrides: Any) -> Path:
     """Write a synthetic model directory and return its path.
 
-    ``weights=False`` writes config + tokenizer only (serve with ``--load-format dummy``).
+    ``weights=False`` writes config + tokenizer only (serve with ``--load-format dummy``); with ``w4a16``
+    that config is of the 4-bit variant (``w4a16_quantization_config``), which has no random-weights form.
     ``weights=True`` needs torch + transformers and is meant for tiny shapes.
     """
+    if w4a16 and weights:
+        raise ValueError("a 4-bit synthetic model is config-only (weights=False): quantize real weights with "
+                         "tune quantize instead")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cfg = shape_config(shape, **overrides)
+    if w4a16:
+        cfg["quantization_config"] = w4a16_quantization_config()
     write_tokenizer(out, int(cfg["vocab_size"]))
     (out / "generation_config.json").write_text(json.dumps(
         {"bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"]}))

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Tune a Llama-3-8B-shaped model (random weights, --load-format dummy) on the H200 test machine.
 # Runs there, from the repo root, after vLLM 0.26.0 was brought over (../shared/gpu/README.md):
-#   bash scripts/gpu/h200-study.sh a30|h200 TRIALS TIME_BUDGET_S HARD_LIMIT_S
+#   bash scripts/gpu/h200-study.sh a30|h200|a30-w4a16|h200-w4a16 TRIALS TIME_BUDGET_S HARD_LIMIT_S
 # a30: the A30's memory emulated on the H200 (gpu_memory_utilization rescaled; speed is the H200's),
 #      two servers resident (one starting while the other is measured); h200: the native profile.
+# -w4a16: the same with the model's 4-bit variant searched as a knob (--quantized-model: a config-only
+#      compressed-tensors W4A16 model from make-model --w4a16, served with dummy weights like the 16-bit one).
 # The study resumes from results/h200-llama-3-8b-<target>/ when it is there, so work spreads over calls.
 set -euo pipefail
-target="${1:?usage: h200-study.sh a30|h200 TRIALS TIME_BUDGET_S}"
+target="${1:?usage: h200-study.sh a30|h200|a30-w4a16|h200-w4a16 TRIALS TIME_BUDGET_S HARD_LIMIT_S}"
+gpu="${target%-w4a16}"
 trials="${2:-10}"
 budget="${3:-420}"   # no new trial starts once a typical (median) trial would overrun this
 hard="${4:-540}"     # then SIGINT: finished trials are kept, servers stopped
@@ -15,10 +18,15 @@ out="results/h200-llama-3-8b-$target"
 args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms"
       --trials "$trials" --out "$out" --time-budget "$budget" --level-seconds 8)
 [ -f "$out/study.db" ] && args+=(--resume)
-if [ "$target" = a30 ]; then
+if [ "$gpu" != "$target" ]; then
+  [ -f "$model-w4a16/config.json" ] || python3 -m tuner.cli make-model --out "$model-w4a16" --shape llama-3-8b \
+    --no-weights --w4a16
+  args+=(--quantized-model "$model-w4a16")
+fi
+if [ "$gpu" = a30 ]; then
   args+=(--gpu a30 --emulate-on auto --overlap-startup)
 else
-  args+=(--gpu "$target")
+  args+=(--gpu "$gpu")
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 set +e

@@ -75,13 +75,13 @@ def vllm_completion(vllm_python: str, cpu_env: dict[str, str],
     Returns (the completion response, the server log). The server runs in its own process group,
     which is killed whatever happens.
     """
-    def complete(model_dir: Path) -> tuple[dict, str]:
+    def complete(model_dir: Path, *extra_args: str) -> tuple[dict, str]:
         port = _free_port()
         log_path = tmp_path_factory.mktemp("vllm") / "vllm.log"
         with log_path.open("w") as log:
             proc = subprocess.Popen(
                 [vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-                 "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512"],
+                 "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512", *extra_args],
                 stdout=log, stderr=subprocess.STDOUT, env=cpu_env, start_new_session=True)
             base = f"http://127.0.0.1:{port}"
             try:
