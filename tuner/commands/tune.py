@@ -46,9 +46,9 @@ def print_outcome(out: Path, summary: Any, slo: str, confirmation: Any = None) -
         print(f"Best: trial {b.number}, goodput {summary.best_goodput_text()} at {b.best_rate:.3f} req/s{gain}")
         if g is not None and confirmation is None and min(len(summary.best_goodputs),
                                                           len(summary.baseline_goodputs)) == 1:
-            print("note: that gain compares single measurements, and single measurements of one configuration "
-                  "can differ by 20 % or more (README, 'Search quality'); --confirm 2 re-measures the best and "
-                  "the defaults on fresh servers")
+            print("note: that gain rests on a single measurement of the best or of the defaults, and single "
+                  "measurements of one configuration can differ by 20 % or more (README, 'Search quality'); "
+                  "--confirm 2 re-measures both on fresh servers")
     if confirmation is not None:
         print(confirmation.line())
         if confirmation.gain_on_means is None or confirmation.gain_on_means <= 0:
