@@ -11,11 +11,8 @@ target="${1:?usage: h200-grid-x2.sh a30|h200 TIME_BUDGET_S HARD_LIMIT_S}"
 budget="${2:-540}"
 hard="${3:-570}"
 source scripts/gpu/h200-env.sh
-out="results/grid-h200-llama-3-8b-$target"
+source scripts/gpu/h200-grid-args.sh
 work="${OUT:-/tmp/grid-x2}"
-common=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms" --level-seconds 8
-        --gpu "$target" --search-from "results/h200-llama-3-8b-$target" --grid max_num_seqs=128,256,512,1024)
-[ "$target" = a30 ] && common+=(--emulate-on auto)
 pids=()
 for g in 0 1; do
   dtype=$([ $g = 0 ] && echo auto || echo fp8)
@@ -23,7 +20,7 @@ for g in 0 1; do
   touch "$out/grid.jsonl" && cp "$out/grid.jsonl" "$work/gpu$g/grid.jsonl"
   ( export CUDA_VISIBLE_DEVICES=$g HOME=/tmp/home-gpu$g
     rc=0
-    timeout --signal=INT --kill-after=30 "$hard" python3 bench/search_vs_grid.py "${common[@]}" \
+    timeout --signal=INT --kill-after=30 "$hard" python3 bench/search_vs_grid.py "${grid_args[@]}" \
       --grid kv_cache_dtype=$dtype --out "$work/gpu$g" --time-budget "$budget" > "$work/gpu$g/grid.log" 2>&1 || rc=$?
     echo "gpu$g exit code: $rc (3: unfinished, run again)" >> "$work/gpu$g/grid.log" ) &
   pids+=($!)
@@ -47,6 +44,6 @@ EOF
 # all points measured: the comparison (no server is started when nothing is left to measure)
 n=$(wc -l < "$out/grid.jsonl")
 if [ "$n" -ge 8 ]; then
-  python3 bench/search_vs_grid.py "${common[@]}" --grid kv_cache_dtype=auto,fp8 --out "$out" 2>&1 \
+  python3 bench/search_vs_grid.py "${grid_args[@]}" --grid kv_cache_dtype=auto,fp8 --out "$out" 2>&1 \
     | tee "$work/compare.log" | tail -8
 fi

@@ -11,11 +11,8 @@ target="${1:?usage: h200-grid.sh a30|h200 TIME_BUDGET_S HARD_LIMIT_S}"
 budget="${2:-540}"
 hard="${3:-570}"
 source scripts/gpu/h200-env.sh
-out="results/grid-h200-llama-3-8b-$target"
-args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms" --level-seconds 8
-      --gpu "$target" --out "$out" --search-from "results/h200-llama-3-8b-$target" --time-budget "$budget"
-      --grid max_num_seqs=128,256,512,1024 --grid kv_cache_dtype=auto,fp8)
-[ "$target" = a30 ] && args+=(--emulate-on auto)
+source scripts/gpu/h200-grid-args.sh
+args=("${grid_args[@]}" --grid kv_cache_dtype=auto,fp8 --out "$out" --time-budget "$budget")
 set +e
 timeout --signal=INT --kill-after=30 "$hard" python3 bench/search_vs_grid.py "${args[@]}" 2>&1 | tee "/tmp/grid-$target.log"
 rc=${PIPESTATUS[0]}

@@ -10,12 +10,9 @@ target="${1:?usage: h200-remeasure-x2.sh a30|h200 HARD_LIMIT_S}"
 hard="${2:-570}"
 flip="${3:-}"
 source scripts/gpu/h200-env.sh
-out="results/grid-h200-llama-3-8b-$target"
+source scripts/gpu/h200-grid-args.sh
 work="${OUT:-/tmp/remeasure-x2}"
-args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms" --level-seconds 8
-      --gpu "$target" --search-from "results/h200-llama-3-8b-$target" --grid max_num_seqs=128,256,512,1024
-      --grid kv_cache_dtype=auto,fp8 --remeasure 1)
-[ "$target" = a30 ] && args+=(--emulate-on auto)
+args=("${grid_args[@]}" --grid kv_cache_dtype=auto,fp8 --remeasure 1)
 pids=()
 for g in 0 1; do
   mkdir -p "$work/gpu$g" "/tmp/home-gpu$g"
