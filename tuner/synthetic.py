@@ -47,17 +47,21 @@ CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
 
 
 def w4a16_quantization_config() -> dict[str, Any]:
-    """The ``quantization_config`` ``tune quantize`` writes (compressed-tensors, 4-bit integer weights in
-    groups of 128 with zero points, 16-bit activations; lm_head and embeddings kept 16-bit), for a
-    config-only model served with ``--load-format dummy``: the 4-bit variant's memory and kernels are
-    real, its (random) weights need no calibration. No layer is restored to 16-bit (a real quantization
-    may restore a few: docs/quantize.md)."""
-    weights = {"num_bits": 4, "type": "int", "symmetric": False, "strategy": "group", "group_size": 128,
-               "dynamic": False, "actorder": None, "observer": "memoryless_minmax", "observer_kwargs": {}}
+    """The ``quantization_config`` ``tune quantize`` writes with its default ``QuantizeRecipe``
+    (compressed-tensors, 4-bit integer weights in groups, 16-bit activations, the recipe's ignore list
+    kept 16-bit), for a config-only model served with ``--load-format dummy``: the 4-bit variant's memory
+    and kernels are real, its (random) weights need no calibration. No layer is restored to 16-bit (a real
+    quantization may restore a few: docs/quantize.md)."""
+    from tuner.quantize import SCHEMES, QuantizeRecipe
+
+    recipe = QuantizeRecipe()
+    weights = {"num_bits": SCHEMES[recipe.scheme], "type": "int", "symmetric": recipe.symmetric, "strategy": "group",
+               "group_size": recipe.group_size, "dynamic": False, "actorder": None,
+               "observer": "memoryless_minmax", "observer_kwargs": {}}
     return {"quant_method": "compressed-tensors", "format": "pack-quantized", "quantization_status": "compressed",
             "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights, "input_activations": None,
                                           "output_activations": None, "format": "pack-quantized"}},
-            "ignore": ["lm_head"], "kv_cache_scheme": None, "sparsity_config": {}}
+            "ignore": list(recipe.ignore), "kv_cache_scheme": None, "sparsity_config": {}}
 
 
 def shape_config(shape: str, **overrides: Any) -> dict[str, Any]:

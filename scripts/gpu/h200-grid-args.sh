@@ -6,3 +6,29 @@ out="results/grid-h200-llama-3-8b-$target"
 grid_args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms" --level-seconds 8
            --gpu "$target" --search-from "results/h200-llama-3-8b-$target" --grid max_num_seqs=128,256,512,1024)
 [ "$target" = a30 ] && grid_args+=(--emulate-on auto)
+
+# bench/search_vs_grid.py on GPUs 0 and 1 at once; waits for both. Worker g: CUDA_VISIBLE_DEVICES=g, its own HOME
+# (two cold compiles must not write one cache), --out $work/gpu<g> seeded with grid.jsonl (what a killed call
+# finished still comes back under $OUT), then the arguments the caller's `worker_args g` prints; its console
+# goes to $work/gpu<g>/LOG_NAME, whose lines matching PATTERN are shown at the end.
+#   on_two_gpus LOG_NAME HARD_LIMIT_S PATTERN
+on_two_gpus() {
+  local log=$1 hard=$2 pattern=$3 g pids=()
+  touch "$out/grid.jsonl"
+  for g in 0 1; do
+    mkdir -p "$work/gpu$g" "/tmp/home-gpu$g"
+    cp "$out/grid.jsonl" "$work/gpu$g/grid.jsonl"
+    # shellcheck disable=SC2046  # worker_args prints plain words
+    ( export CUDA_VISIBLE_DEVICES=$g HOME=/tmp/home-gpu$g
+      rc=0
+      timeout --signal=INT --kill-after=30 "$hard" python3 bench/search_vs_grid.py "${grid_args[@]}" \
+        $(worker_args $g) --out "$work/gpu$g" > "$work/gpu$g/$log" 2>&1 || rc=$?
+      echo "gpu$g exit code: $rc" >> "$work/gpu$g/$log" ) &
+    pids+=($!)
+  done
+  wait "${pids[@]}" || true
+  for g in 0 1; do
+    echo "--- gpu$g"
+    grep -E "$pattern|exit code|Traceback|Error" "$work/gpu$g/$log" | grep -v "vLLM starting" | cut -c1-250 | tail -12
+  done
+}

@@ -2,10 +2,9 @@
 # h200-grid.sh on a host with two H200s: the grid's points still missing from grid.jsonl are measured two at a
 # time, one vLLM server per GPU (CUDA_VISIBLE_DEVICES), each exactly as h200-grid.sh measures a point.
 #   bash scripts/gpu/h200-grid-x2.sh a30|h200 TIME_BUDGET_S HARD_LIMIT_S
-# GPU 0 takes the 16-bit-KV points, GPU 1 the fp8 ones. Each worker has its own HOME (compile caches: two cold
-# compiles must not write one cache) and its own folder under $OUT, so what a killed call finished still comes
-# back. At the end the new rows are merged into results/grid-h200-llama-3-8b-<target>/grid.jsonl (and into
-# $OUT/grid.jsonl) and, when the grid is complete, compared with the committed study as h200-grid.sh does.
+# GPU 0 takes the 16-bit-KV points, GPU 1 the fp8 ones (on_two_gpus in h200-grid-args.sh). At the end the new
+# rows are merged into results/grid-h200-llama-3-8b-<target>/grid.jsonl (and into $OUT/grid.jsonl) and, when
+# the grid is complete, compared with the committed study as h200-grid.sh does.
 set -euo pipefail
 target="${1:?usage: h200-grid-x2.sh a30|h200 TIME_BUDGET_S HARD_LIMIT_S}"
 budget="${2:-540}"
@@ -13,21 +12,8 @@ hard="${3:-570}"
 source scripts/gpu/h200-env.sh
 source scripts/gpu/h200-grid-args.sh
 work="${OUT:-/tmp/grid-x2}"
-pids=()
-for g in 0 1; do
-  dtype=$([ $g = 0 ] && echo auto || echo fp8)
-  mkdir -p "$work/gpu$g" "/tmp/home-gpu$g"
-  touch "$out/grid.jsonl" && cp "$out/grid.jsonl" "$work/gpu$g/grid.jsonl"
-  ( export CUDA_VISIBLE_DEVICES=$g HOME=/tmp/home-gpu$g
-    rc=0
-    timeout --signal=INT --kill-after=30 "$hard" python3 bench/search_vs_grid.py "${grid_args[@]}" \
-      --grid kv_cache_dtype=$dtype --out "$work/gpu$g" --time-budget "$budget" > "$work/gpu$g/grid.log" 2>&1 || rc=$?
-    echo "gpu$g exit code: $rc (3: unfinished, run again)" >> "$work/gpu$g/grid.log" ) &
-  pids+=($!)
-done
-wait "${pids[@]}" || true
-for g in 0 1; do echo "--- gpu$g"; grep -E "^\[grid|exit code|budget|Traceback|Error" "$work/gpu$g/grid.log" \
-  | grep -v "vLLM starting" | cut -c1-250 | tail -12; done
+worker_args() { echo --grid kv_cache_dtype=$([ "$1" = 0 ] && echo auto || echo fp8) --time-budget "$budget"; }
+on_two_gpus grid.log "$hard" "^\[grid|budget"   # exit code 3: unfinished, run again
 # merge: the rows already in grid.jsonl, then each worker's new ones (a point is keyed by its settings)
 python3 - "$out/grid.jsonl" "$work/gpu0/grid.jsonl" "$work/gpu1/grid.jsonl" <<'EOF'
 import json, sys

@@ -12,18 +12,8 @@ flip="${3:-}"
 source scripts/gpu/h200-env.sh
 source scripts/gpu/h200-grid-args.sh
 work="${OUT:-/tmp/remeasure-x2}"
-args=("${grid_args[@]}" --grid kv_cache_dtype=auto,fp8 --remeasure 1)
-pids=()
-for g in 0 1; do
-  mkdir -p "$work/gpu$g" "/tmp/home-gpu$g"
-  cp "$out/grid.jsonl" "$work/gpu$g/grid.jsonl"
-  ( export CUDA_VISIBLE_DEVICES=$g HOME=/tmp/home-gpu$g
-    rc=0
-    timeout --signal=INT --kill-after=20 "$hard" python3 bench/search_vs_grid.py "${args[@]}" --out "$work/gpu$g" \
-      $( ( [ $g = 1 ] && [ -z "$flip" ] ) || ( [ $g = 0 ] && [ -n "$flip" ] ) && echo --remeasure-search-first) > "$work/gpu$g/remeasure.log" 2>&1 || rc=$?
-    echo "gpu$g exit code: $rc" >> "$work/gpu$g/remeasure.log" ) &
-  pids+=($!)
-done
-wait "${pids[@]}" || true
-for g in 0 1; do echo "--- gpu$g"; grep -E "re-measured|healthy|exit code|Traceback|Error" "$work/gpu$g/remeasure.log" \
-  | cut -c1-250 | tail -12; done
+worker_args() {  # GPU 1 starts with the search's best (GPU 0 with "flip")
+  echo --grid kv_cache_dtype=auto,fp8 --remeasure 1
+  if { [ "$1" = 1 ] && [ -z "$flip" ]; } || { [ "$1" = 0 ] && [ -n "$flip" ]; }; then echo --remeasure-search-first; fi
+}
+on_two_gpus remeasure.log "$hard" "re-measured|healthy"
