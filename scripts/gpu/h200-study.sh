@@ -7,6 +7,7 @@
 # -w4a16: the same with the model's 4-bit variant searched as a knob (--quantized-model: a config-only
 #      compressed-tensors W4A16 model from make-model --w4a16, served with dummy weights like the 16-bit one).
 # The study resumes from results/h200-llama-3-8b-<target>/ when it is there, so work spreads over calls.
+# DEVICES=0,1 (on a two-H200 host): one trial per GPU at a time (--devices), twice that with a30's overlapped startups.
 set -euo pipefail
 target="${1:?usage: h200-study.sh a30|h200|a30-w4a16|h200-w4a16 TRIALS TIME_BUDGET_S HARD_LIMIT_S}"
 gpu="${target%-w4a16}"
@@ -18,6 +19,7 @@ out="results/h200-llama-3-8b-$target"
 args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms"
       --trials "$trials" --out "$out" --time-budget "$budget" --level-seconds 8)
 [ -f "$out/study.db" ] && args+=(--resume)
+[ -n "${DEVICES:-}" ] && args+=(--devices "$DEVICES")
 if [ "$gpu" != "$target" ]; then
   [ -f "$model-w4a16/config.json" ] || python3 -m tuner.cli make-model --out "$model-w4a16" --shape llama-3-8b \
     --no-weights --w4a16
