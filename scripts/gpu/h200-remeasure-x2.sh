@@ -4,7 +4,8 @@
 # per configuration is noisy. Rows land in $OUT/gpu<N>/remeasure.jsonl as each measurement finishes, so a call cut
 # short by HARD_LIMIT_S keeps what it finished; a second call with "flip" swaps the two GPUs' orders, so that the
 # contenders the first call's limit cut off come first.
-#   bash scripts/gpu/h200-remeasure-x2.sh a30|h200 HARD_LIMIT_S [flip]
+#   [SEARCH=a30-w4a16] bash scripts/gpu/h200-remeasure-x2.sh a30|h200 HARD_LIMIT_S [flip]
+# SEARCH names another study of the same GPU profile (results/h200-llama-3-8b-$SEARCH) whose best is compared.
 set -euo pipefail
 target="${1:?usage: h200-remeasure-x2.sh a30|h200 HARD_LIMIT_S}"
 hard="${2:-570}"
