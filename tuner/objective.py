@@ -7,6 +7,7 @@ that dies → FAIL with the classified reason and the log tail. Bugs propagate a
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 import time
@@ -93,13 +94,31 @@ def _measure(url: str, config: ServeConfig, ctx: TrialContext, number: int,
     return capacity_search(run_rate, run_probe, ctx.plan, ctx.slos, on_level=on_level)
 
 
+def spec_of(config: ServeConfig, ctx: TrialContext) -> ModelSpec:
+    """The shape of the model ``config`` serves: the context's, or, when ``config.model`` is another
+    directory (the quantized variant searched as a knob), that directory's. A 4-bit variant's weights are a
+    third of the 16-bit model's, so its KV budget differs by far: on the H200 with A30 memory, 4-bit trials
+    predicted with the 16-bit shape got 32k KV tokens predicted and 110k from vLLM."""
+    source = Path(ctx.spec.source)
+    if not source.is_file():  # a spec built from a dict (tests): no directory to tell variants apart
+        return ctx.spec
+    if Path(config.model).resolve() in (source.resolve(), source.resolve().parent):
+        return ctx.spec
+    return _spec_of_dir(str(Path(config.model).resolve()))
+
+
+@functools.lru_cache(maxsize=8)
+def _spec_of_dir(path: str) -> ModelSpec:
+    return ModelSpec.from_dir(path)
+
+
 def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialContext,
               progress: Callable[[str], None] = lambda _m: None, device: str | None = None) -> TrialResult:
     """Run one trial; ``device`` pins it to one GPU (CUDA_VISIBLE_DEVICES) on a multi-GPU host."""
     from launch.server import start_server
 
     t0 = time.monotonic()
-    budget = estimate_budget(ctx.spec, ctx.gpu, config, vllm_version=ctx.vllm_version, env=ctx.env)
+    budget = estimate_budget(spec_of(config, ctx), ctx.gpu, config, vllm_version=ctx.vllm_version, env=ctx.env)
     bd = budget.to_dict()
     base = TrialResult(number=number, state=PRUNED, is_baseline=is_baseline, config=config, budget=bd)
     if not budget.feasible:

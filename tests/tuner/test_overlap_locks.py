@@ -60,6 +60,7 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
     monkeypatch.setattr(launch.server, "start_server", fake_start_server)
     monkeypatch.setattr(objective, "_measure", fake_measure)
     monkeypatch.setattr(objective, "estimate_budget", lambda *a, **k: budget)
+    monkeypatch.setattr(objective, "spec_of", lambda _config, _ctx: None)
     monkeypatch.setattr(objective, "asdict", lambda _x: {})
     ctx = TrialContext(spec=None, gpu=None, slos=(), workload=None, plan=SimpleNamespace(warmup_requests=0),
                        python="python", log_dir=tmp_path, start_locks={"0": threading.Lock()},
