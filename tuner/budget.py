@@ -18,14 +18,14 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from launch.config import ServeConfig, speculation_on
-from tuner.calibration import CUDA_CONTEXT_BYTES, GIB, Settings, overheads
+from tuner.calibration import CUDA_CONTEXT_BYTES, GIB, Settings, gpu_weight_bytes, overheads
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.kv_paging import Paging
 from tuner.model_spec import ModelSpec
 from tuner.vllm_defaults import DEFAULT_GMU, default_batch_limits, default_block_size, installed_vllm_version
 from tuner.vllm_runner import at_least as _at_least
-from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate
+from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,10 @@ def estimate_budget(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, *, vl
     if kv_dtype != "auto" and kv_dtype.startswith("fp8") and not gpu.fp8_kv:
         reasons.append(f"kv_cache_dtype {kv_dtype} is not supported on {gpu.name}; use auto")
     per_token = spec.kv_bytes_per_token(kv_dtype, tp)
-    weights = -(-spec.weight_bytes // tp)
+    weights = -(-(spec.weight_bytes if gpu.is_cpu else gpu_weight_bytes(spec, kv_dtype)) // tp)
     settings = Settings(seqs, batched, tp, bool(config.enforce_eager),
-                        speculative_tokens(config.speculative_method, config.num_speculative_tokens))
+                        speculative_tokens(config.speculative_method, config.num_speculative_tokens),
+                        uses_v1_runner(spec, config.speculative_method, environ))
 
     if gpu.is_cpu:
         act = nt = cg = subtracted = margin = 0

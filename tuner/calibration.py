@@ -20,7 +20,7 @@ from typing import Any
 
 from tuner.errors import ProfileError
 from tuner.model_spec import ModelSpec
-from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate
+from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner
 
 GIB = 1 << 30
 ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
@@ -37,7 +37,18 @@ ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
 #   of it (what the V1 runner takes off the KV budget, tuner/vllm_runner.py) is calibrated separately: on the
 #   H200 it came to 0.46-0.61 x this model (0.23-0.37 GiB for 64 seqs, k = 1-5);
 # * the CUDA context leaves 139.29 of 139.80 GiB free at startup (0.51 GiB).
+# * with the V1 model runner (tuner/vllm_runner.py) the profile run also warms the sampler up on
+#   min(max_num_seqs, max_num_batched_tokens) rows of full-vocabulary logits (``_dummy_sampler_run``: fp32
+#   logits, top-k/top-p sorting with int64 indices, softmax, cumulative sums), twice; the peak is the larger
+#   of that and the forward pass. 512 rows of Llama-3-8B's 128,256 logits peaked at 1.95 GiB (32 B per
+#   logit; the a30-w4a16 study's trial 4, ngram); at 64 rows the forward pass's 1.01 GiB stayed the peak.
+# * weights on the GPU beyond their packed size: fp8 KV cache ~1 MiB per layer (0.03 GiB on Llama-3-8B and
+#   Qwen2.5-7B alike, every fp8 point); compressed-tensors W4A16 (Marlin) 2.4 % of the 4-bit tensors (Llama-3-8B
+#   asymmetric, group 128: 5.41 GiB reported for 5.34 GiB packed; one shape measured).
 ACT_PER_TOKEN = 15_700
+SAMPLER_BYTES_PER_LOGIT = 32
+FP8_KV_BYTES_PER_LAYER = 1 << 20
+W4_GPU_OVERHEAD = 0.024
 ACT_PER_TOKEN_MOE = 5_000
 DEFAULT_NON_TORCH_BYTES = int(0.22 * GIB)
 DEFAULT_NON_TORCH_PER_EXTRA_RANK = int(1.4 * GIB)  # public log: "1.38 GiB for non-torch memory" at TP=2
@@ -55,6 +66,7 @@ class Settings:
     tensor_parallel_size: int = 1
     enforce_eager: bool = False
     speculative_tokens: int = 0  # draft tokens per decode step (0: speculative decoding off)
+    v1_runner: bool = False  # vLLM 0.26's V1 model runner (its profile run warms the sampler up)
 
 
 @dataclass(frozen=True)
@@ -87,7 +99,11 @@ def structural_activation_bytes(spec: ModelSpec, s: Settings) -> int:
     tp = max(1, s.tensor_parallel_size)
     vocab = -(-spec.vocab_size // 64) * 64
     per_token = ACT_PER_TOKEN + (ACT_PER_TOKEN_MOE if spec.moe is not None else 0)
-    return vocab * spec.hidden_size * spec.dtype_bytes // tp + per_token * s.max_num_batched_tokens
+    forward = vocab * spec.hidden_size * spec.dtype_bytes // tp + per_token * s.max_num_batched_tokens
+    if not s.v1_runner:
+        return forward
+    sampler = SAMPLER_BYTES_PER_LOGIT * min(s.max_num_seqs, s.max_num_batched_tokens) * spec.vocab_size
+    return max(forward, sampler)
 
 
 def structural_cudagraph_bytes(spec: ModelSpec, s: Settings) -> int:
@@ -166,9 +182,20 @@ def _settings_of(p: CalibrationPoint, current: Settings) -> Settings:
     st = p.settings
     tp = int(st.get("tensor_parallel_size") or 1)
     seqs, batched = default_batch_limits(GPUProfile.load(p.device), p.vllm_version, tp)
+    env = {str(k): str(v) for k, v in (st.get("env") or {}).items()}
     return Settings(int(st.get("max_num_seqs") or seqs), int(st.get("max_num_batched_tokens") or batched), tp,
                     bool(st.get("enforce_eager", False)),
-                    speculative_tokens(st.get("speculative_method"), st.get("num_speculative_tokens")))
+                    speculative_tokens(st.get("speculative_method"), st.get("num_speculative_tokens")),
+                    uses_v1_runner(p.spec(), st.get("speculative_method"), env))
+
+
+def gpu_weight_bytes(spec: ModelSpec, kv_dtype: str) -> int:
+    """What the weights take on a GPU: their packed size plus what vLLM adds at load (see the module
+    constants: fp8 KV cache per layer, Marlin's 4-bit layers)."""
+    extra = FP8_KV_BYTES_PER_LAYER * spec.num_layers if kv_dtype.startswith("fp8") else 0
+    if spec.quant is not None and spec.quant.bits == 4:
+        extra += int(W4_GPU_OVERHEAD * spec.quantized_weight_bytes)
+    return spec.weight_bytes + extra
 
 
 def load_points(root: Path = ROOT) -> list[CalibrationPoint]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import ModelSpecError
+from tuner.model_weights import is_quantized as _is_quantized
 from tuner.model_weights import tensor_bytes as _tensor_bytes
 from tuner.model_weights import tensors as _tensors
 
@@ -144,6 +145,11 @@ class ModelSpec:
     def weight_bytes(self) -> int:
         """Bytes of the weights vLLM loads, from the shapes (packed 4-bit + scales + zeros)."""
         return sum(_tensor_bytes(self, t) for t in _tensors(self))
+
+    @property
+    def quantized_weight_bytes(self) -> int:
+        """Bytes of the quantized tensors alone (packed weights, scales, zeros); 0 for a 16-bit model."""
+        return sum(_tensor_bytes(self, t) for t in _tensors(self) if _is_quantized(self, t))
 
     @property
     def num_params(self) -> int:

@@ -99,9 +99,14 @@ def _ignored(q: Quant, name: str) -> bool:
     return False
 
 
+def is_quantized(s: ModelSpec, t: _T) -> bool:
+    """Whether vLLM loads this tensor quantized (else in the model's 16-bit dtype)."""
+    return s.quant is not None and t.is_linear and not _unquantized(s.quant, t.name)
+
+
 def tensor_bytes(s: ModelSpec, t: _T) -> int:
     q = s.quant
-    if q is None or not t.is_linear or _unquantized(q, t.name):
+    if q is None or not is_quantized(s, t):
         return t.numel * s.dtype_bytes
     if q.bits == 8:  # fp8 / int8 weights with per-channel fp32 scales
         return t.numel + 4 * t.rows

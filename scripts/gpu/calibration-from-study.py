@@ -5,7 +5,10 @@
 
 STUDY_DIR holds trials.csv and memory-lines.txt (scripts/gpu/h200-study.sh writes both). The memory
 lines of one vLLM engine (one ``EngineCore pid``) form a block; blocks are taken in log order, the
-first ``--skip-blocks`` of them left out (already added), and paired one to one with ``--trials``.
+first ``--skip-blocks`` of them left out (already added), and paired one to one with ``--trials`` (a ``-``
+there leaves its block out: a trial cut short, not in trials.csv). A trial that served the config-only
+4-bit variant (its ``model`` ends in ``-w4a16``: make-model --w4a16) gets that variant's
+``quantization_config`` in its shape.
 A block without "Available KV cache memory" (a server that did not start) is an error, not skipped.
 Settings come from the trial's row; gpu_memory_utilization is the one vLLM states it was launched
 with ("Desired GPU memory utilization is (X, …)"), which differs from the row where memory was
@@ -29,7 +32,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from budget_calibration_io import SHAPE_KEYS  # noqa: E402
 
 from tuner.calibration import parse_log  # noqa: E402
-from tuner.synthetic import shape_config  # noqa: E402
+from tuner.synthetic import shape_config, w4a16_quantization_config  # noqa: E402
 
 SETTING_COLUMNS = ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
                    "enable_prefix_caching", "kv_cache_dtype", "block_size", "speculative_method",
@@ -101,10 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     shape = {k: full[k] for k in SHAPE_KEYS if full.get(k) is not None}
     points = []
     for n, block in zip(numbers, blocks, strict=True):
+        if n == "-":
+            continue
         if n not in rows:
             raise SystemExit(f"trial {n} is not in {a.study_dir / 'trials.csv'}")
         source = f"H200 tune study {a.study_dir.as_posix()}, trial {n}" + (f" ({a.note})" if a.note else "")
-        p = point_for(block, rows[n], shape, source)
+        four_bit = rows[n].get("model", "").endswith("-w4a16")
+        p = point_for(block, rows[n], {**shape, "quantization_config": w4a16_quantization_config()}
+                      if four_bit else shape, source)
         predicted = rows[n].get("kv_tokens_predicted")
         err = (float(predicted) / p["reported"]["kv_tokens"] - 1) * 100 if predicted else float("nan")
         print(f"trial {n}: settings {p['settings']} kv reported {p['reported']['kv_tokens']:.0f} "

@@ -8,7 +8,7 @@ from configs import LLAMA_3_8B, MIXTRAL_8X7B, QWEN1_5_MOE_A2_7B
 
 from launch.config import ServeConfig
 from tuner.budget import estimate_budget
-from tuner.calibration import Settings, load_points, structural_cudagraph_bytes
+from tuner.calibration import Settings, load_points, structural_activation_bytes, structural_cudagraph_bytes
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
 from tuner.vllm_runner import subtracts_cudagraph_estimate, uses_v1_runner
@@ -88,3 +88,41 @@ def test_calibrated_budget_does_not_promise_more_kv_than_vllm_reported(point) ->
     # promising more KV cache than vLLM gives is the unsafe side (before the V1-runner estimate was modelled,
     # the ngram points were over-promised by 0.3-7 %); under-promising by the activation margin is allowed
     assert b.kv_tokens <= point.reported["kv_tokens"] * 1.001
+
+
+def test_stored_points_are_predicted_closely_not_only_safely() -> None:
+    # the safe side alone is not enough: one point's activation far off the model (a V1-runner sampler warm-up
+    # at 512 sequences, 1.95 GiB) once scaled every prediction down by up to 31 % through the calibration's
+    # largest-ratio rule
+    errors = []
+    for p in _gpu_points_with_figures():
+        knobs = {k: v for k, v in p.settings.items() if k in ServeConfig.__dataclass_fields__ and k != "env"}
+        b = estimate_budget(p.spec(), GPUProfile.load(p.device), ServeConfig(model="m", **knobs),
+                            vllm_version=p.vllm_version, env={})
+        errors.append(b.kv_tokens / p.reported["kv_tokens"] - 1)
+    assert min(errors) > -0.07
+    assert sum(abs(e) for e in errors) / len(errors) < 0.015
+
+
+def test_v1_runner_sampler_warmup_can_set_the_activation_peak() -> None:
+    gib = 1 << 30
+    # measured (H200, vLLM 0.26, Llama-3-8B, ngram k=4, 512 sequences, 2048 batched tokens): 1.95 GiB
+    v1 = structural_activation_bytes(LLAMA, Settings(512, 2048, speculative_tokens=4, v1_runner=True))
+    assert 1.90 < v1 / gib < 2.00
+    # at 64 sequences the forward pass stays the peak (1.01 GiB measured, V1 and V2 alike)
+    assert structural_activation_bytes(LLAMA, Settings(64, 2048, v1_runner=True)) == \
+        structural_activation_bytes(LLAMA, Settings(64, 2048)) < 1.05 * gib
+    assert structural_activation_bytes(LLAMA, Settings(512, 2048)) < 1.05 * gib  # V2: no sampler warm-up peak
+
+
+def test_gpu_weights_include_what_vllm_adds_at_load() -> None:
+    from tuner.calibration import gpu_weight_bytes
+    from tuner.synthetic import shape_config, w4a16_quantization_config
+
+    gib = 1 << 30
+    # reported on the H200 (vLLM 0.26): 14.96 GiB (16-bit KV), 14.99 (fp8 KV); the W4A16 variant 5.41 / 5.44
+    assert abs(gpu_weight_bytes(LLAMA, "auto") / gib - 14.96) < 0.005
+    assert abs(gpu_weight_bytes(LLAMA, "fp8") / gib - 14.99) < 0.005
+    q4 = ModelSpec.from_config({**shape_config("llama-3-8b"), "quantization_config": w4a16_quantization_config()})
+    assert abs(gpu_weight_bytes(q4, "auto") / gib - 5.41) < 0.01
+    assert abs(gpu_weight_bytes(q4, "fp8") / gib - 5.44) < 0.01
