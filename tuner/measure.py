@@ -5,7 +5,8 @@ Synchronous and independent of how a level is measured: ``capacity_search`` take
 ``loadtest.run_load`` against the live server). Levels that lose their SLO early may be cut short
 by the load generator; here a level is just "met" or "not met".
 
-Sequence: (1) a closed-loop saturation probe estimates the most req/s the server can complete;
+Sequence: (1) a closed-loop saturation probe estimates the most req/s the server can complete (a
+configuration it shows cannot win stops here);
 (2) a low-rate level checks the SLO can hold at all (if not: infeasible, stop); (3) a level just above
 the saturation estimate, widened ×1.5 while it still passes (the probe's fixed concurrency can
 underestimate capacity); (4) bisection on the Poisson rate between the highest passing and the lowest
@@ -77,6 +78,7 @@ class CapacityResult:
     best: LoadReport | None
     closest: LoadReport | None  # the level nearest to meeting the SLO when none met it
     levels: tuple[Level, ...]
+    abandoned: str | None = None  # why the search stopped after the probe (the config cannot win)
 
     @property
     def slo_met(self) -> bool:
@@ -110,9 +112,11 @@ def capacity_search(
     plan: MeasurePlan,
     slos: tuple[SLO, ...],
     on_level: Callable[[Level], None] | None = None,
+    hopeless: Callable[[float], str | None] | None = None,
 ) -> CapacityResult:
     """Find the highest passing Poisson rate. ``run_rate(rate, n, may_abandon)`` measures one level (it may
-    stop early once the SLO is certainly lost when ``may_abandon``); ``run_probe(concurrency, n)``."""
+    stop early once the SLO is certainly lost when ``may_abandon``); ``run_probe(concurrency, n)``.
+    ``hopeless(saturation)`` may return why the configuration cannot win: the search stops after the probe."""
     levels: list[Level] = []
 
     def note(level: Level) -> None:
@@ -125,6 +129,8 @@ def capacity_search(
     saturation = probe.throughput_req_s
     if saturation <= 0:
         return CapacityResult(0.0, None, None, probe, tuple(levels))
+    if hopeless is not None and (why := hopeless(saturation)):
+        return CapacityResult(saturation, None, None, None, tuple(levels), abandoned=why)
 
     best_rate: float | None = None
     best: LoadReport | None = None

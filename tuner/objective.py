@@ -30,6 +30,13 @@ from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
 from tuner.vllm_defaults import default_batch_limits
 
 MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
+# A trial is PRUNED after its saturation probe when the probe's throughput x this is below the best goodput
+# so far, and max_num_seqs is at most the probe's concurrency (the probe then keeps the server full, so its
+# throughput bounds what a Poisson load can complete). The probe's two waves of requests include ramp-up and
+# drain: in the committed studies such trials reached up to 1.83 x their probe's throughput (H200, 64
+# sequences), 1.08 x with 4-32 sequences. Those 4-16-sequence trials are also the slowest to measure (the
+# a30-w4a16 study's took 395-422 s, the others 171-373 s).
+HOPELESS_FACTOR = 3.0
 DEFAULT_GMU = 0.92  # vLLM 0.26 and 0.32 (EngineArgs), GPU and CPU alike
 
 # On the cpu profile the load generator shares the cores with the server it measures, and vLLM's worker
@@ -63,6 +70,8 @@ class TrialContext:
     # is measured at a time; a startup may overlap a measurement.
     start_locks: Mapping[str | None, threading.Lock] = field(default_factory=dict, compare=False)
     measure_locks: Mapping[str | None, threading.Lock] = field(default_factory=dict, compare=False)
+    # the study's best goodput so far (None: none yet, or no study: re-measurements are never cut short)
+    best_goodput: Callable[[], float | None] = field(default=lambda: None, compare=False)
 
 
 def launched_config(config: ServeConfig, ctx: TrialContext) -> ServeConfig:
@@ -78,8 +87,28 @@ def launched_config(config: ServeConfig, ctx: TrialContext) -> ServeConfig:
                    max_num_batched_tokens=config.max_num_batched_tokens or tokens)
 
 
+def hopeless_check(config: ServeConfig, ctx: TrialContext, is_baseline: bool) -> Callable[[float], str | None] | None:
+    """What decides, from the saturation probe, that ``config`` cannot win (see HOPELESS_FACTOR); None when
+    the probe cannot tell (the baseline is always measured in full; more sequences than the probe sends)."""
+    if is_baseline:
+        return None
+    seqs = config.max_num_seqs or default_batch_limits(ctx.gpu, ctx.vllm_version or "0.0",
+                                                       config.tensor_parallel_size or 1)[0]
+    if seqs > ctx.plan.probe_concurrency:
+        return None
+
+    def check(saturation: float) -> str | None:
+        best = ctx.best_goodput()
+        if best is None or saturation * HOPELESS_FACTOR >= best:
+            return None
+        return (f"hopeless: the saturation probe completed {saturation:.2f} req/s with max_num_seqs {seqs}, under "
+                f"1/{HOPELESS_FACTOR:g} of the best goodput so far ({best:.2f} req/s); not measured further")
+    return check
+
+
 def _measure(url: str, config: ServeConfig, ctx: TrialContext, number: int,
-             on_level: Callable[[Level], None]) -> CapacityResult:
+             on_level: Callable[[Level], None], hopeless: Callable[[float], str | None] | None = None
+             ) -> CapacityResult:
     def spec(**kw: Any) -> LoadSpec:
         return LoadSpec(url=url, model=config.name, workload=ctx.workload, slos=ctx.slos,
                         tokenizer=ctx.tokenizer, output_tokens=ctx.output_tokens,
@@ -91,7 +120,7 @@ def _measure(url: str, config: ServeConfig, ctx: TrialContext, number: int,
     def run_probe(conc: int, n: int) -> LoadReport:
         return run_load(spec(rate=None, requests=n, concurrency=conc, duration_s=None))
 
-    return capacity_search(run_rate, run_probe, ctx.plan, ctx.slos, on_level=on_level)
+    return capacity_search(run_rate, run_probe, ctx.plan, ctx.slos, on_level=on_level, hopeless=hopeless)
 
 
 def spec_of(config: ServeConfig, ctx: TrialContext) -> ModelSpec:
@@ -153,7 +182,7 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
             if lock is not None:
                 progress("started; waiting for the device to be free of measurements")
             with lock or contextlib.nullcontext():
-                cap = _measure(server.url, config, ctx, number, on_level)
+                cap = _measure(server.url, config, ctx, number, on_level, hopeless_check(config, ctx, is_baseline))
             alive = server.alive()
             tail = "" if alive else server.log_tail()
         finally:
@@ -172,6 +201,9 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
     if not alive:
         return replace(measured, state=FAIL, fail_reason="crashed_after_start: the server died during the load test",
                        log_tail=tail, constraint=math.inf)
+    if cap.abandoned:
+        progress(f"pruned after the probe: {cap.abandoned}")
+        return replace(measured, state=PRUNED, fail_reason=cap.abandoned, constraint=0.0)
     if cap.best is not None:
         return replace(measured, slo_met=True, goodput_req_s=cap.goodput_req_s, best_rate=cap.best_rate,
                        report=cap.best.to_dict(), constraint=min(0.0, slo_excess(cap.best, ctx.slos)))

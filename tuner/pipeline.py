@@ -16,7 +16,7 @@ import optuna
 from launch.config import ServeConfig
 from tuner.inputs import Inputs, measure_plan
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
-from tuner.outputs import Summary, write_outputs
+from tuner.outputs import Summary, summarize, write_outputs
 from tuner.report_html import write_report
 from tuner.space import SpaceContext, suggest_config
 from tuner.study import enqueue_first, finished, open_study, results_of, run_study
@@ -124,9 +124,11 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
     meta = metadata(inp, versions, fingerprint)
     base = base_config(inp)
     sctx = space_context(inp, base, quantized or s.quantized_model)
-    tctx = trial_context(inp, out / "logs")
     study = open_study(s.storage or f"sqlite:///{out.resolve()}/study.db", resume=s.resume, seed=s.seed)
     enqueue_first(study, warm_start or [], baseline=True)
+    # the best goodput so far, for cutting a hopeless trial short after its probe (tuner.objective)
+    best_now: list[float | None] = [summarize(results_of(study)).best_goodput]
+    tctx = replace(trial_context(inp, out / "logs"), best_goodput=lambda: best_now[0])
 
     def run_one(trial: optuna.Trial, device: str | None) -> TrialResult:
         baseline = bool(trial.user_attrs.get("is_baseline"))
@@ -141,6 +143,7 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
 
     def after_each(st: optuna.Study) -> None:
         summary = write_all(st)
+        best_now[0] = summary.best_goodput
         progress.trial_done(st, summary)
 
     def write_all(st: optuna.Study) -> Summary:
@@ -177,8 +180,10 @@ def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progre
         progress.say("--confirm: nothing to confirm (fewer than two configurations to compare)")
         return None
 
+    full = replace(tctx, best_goodput=lambda: None)  # re-measurements are never cut short
+
     def measure(k: int, config: ServeConfig) -> TrialResult:
-        return run_trial(9000 + k, config, False, tctx, lambda m: progress.say(m, trial=f"confirm {k}"),
+        return run_trial(9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"),
                          device=device)
 
     result = confirm(summary.best, rival, rounds, measure, progress.say)

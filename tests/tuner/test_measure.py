@@ -83,3 +83,20 @@ def test_dead_server_has_no_capacity():
 def test_level_size_follows_rate():
     plan = MeasurePlan(level_duration_s=10, min_level_requests=20, max_level_requests=100)
     assert plan.level_requests(0.5) == 20 and plan.level_requests(5) == 50 and plan.level_requests(50) == 100
+
+
+def test_a_hopeless_configuration_stops_after_the_probe():
+    run_rate, run_probe, calls = server(capacity=10.0)
+    seen = []
+
+    def hopeless(saturation):
+        seen.append(saturation)
+        return "cannot win"
+
+    res = capacity_search(run_rate, run_probe, MeasurePlan(), SLOS, hopeless=hopeless)
+    assert seen == [10.0] and res.abandoned == "cannot win"
+    assert calls == [] and [lv.kind for lv in res.levels] == ["probe"]
+    assert not res.slo_met and res.saturation_req_s == 10.0
+    # a check that finds nothing wrong changes nothing
+    res = capacity_search(run_rate, run_probe, MeasurePlan(bisection_steps=5), SLOS, hopeless=lambda s: None)
+    assert res.abandoned is None and res.slo_met and len(res.levels) == 8

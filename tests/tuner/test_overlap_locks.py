@@ -52,7 +52,7 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
         note(name, "start-end")
         return FakeServer(name)
 
-    def fake_measure(url, config, ctx, number, on_level):
+    def fake_measure(url, config, ctx, number, on_level, hopeless=None):
         time.sleep(MEASURE_S)
         return CapacityResult(1.0, None, None, None, ())
 
@@ -61,6 +61,7 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
     monkeypatch.setattr(objective, "_measure", fake_measure)
     monkeypatch.setattr(objective, "estimate_budget", lambda *a, **k: budget)
     monkeypatch.setattr(objective, "spec_of", lambda _config, _ctx: None)
+    monkeypatch.setattr(objective, "hopeless_check", lambda *_a: None)
     monkeypatch.setattr(objective, "asdict", lambda _x: {})
     ctx = TrialContext(spec=None, gpu=None, slos=(), workload=None, plan=SimpleNamespace(warmup_requests=0),
                        python="python", log_dir=tmp_path, start_locks={"0": threading.Lock()},

@@ -1,0 +1,85 @@
+"""A trial that its saturation probe shows cannot win is PRUNED after the probe (tuner.objective)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import launch.server
+from launch.config import ServeConfig
+from tuner import objective
+from tuner.gpu import GPUProfile
+from tuner.measure import CapacityResult, MeasurePlan
+from tuner.objective import HOPELESS_FACTOR, TrialContext, hopeless_check, run_trial
+
+
+def _ctx(best, gpu="h200", **kw) -> TrialContext:
+    return TrialContext(spec=None, gpu=GPUProfile.load(gpu), slos=(), workload=None,
+                        plan=MeasurePlan(probe_concurrency=128), python="py", log_dir=None,
+                        vllm_version="0.26.0", best_goodput=lambda: best, **kw)
+
+
+def test_the_rule() -> None:
+    few = ServeConfig(model="m", max_num_seqs=16)
+    check = hopeless_check(few, _ctx(60.0), is_baseline=False)
+    assert check(60.0 / HOPELESS_FACTOR + 0.1) is None
+    why = check(11.3)
+    assert why.startswith("hopeless:") and "11.30 req/s" in why and "max_num_seqs 16" in why and "60.00" in why
+    assert hopeless_check(few, _ctx(None), is_baseline=False)(0.1) is None  # nothing measured yet
+    assert hopeless_check(few, _ctx(60.0), is_baseline=True) is None  # the defaults are always measured
+    # more sequences than the probe sends: the probe cannot fill the server, so it bounds nothing
+    assert hopeless_check(ServeConfig(model="m", max_num_seqs=256), _ctx(60.0), is_baseline=False) is None
+    # unset: vLLM's default for the GPU (1024 on an H200, 256 on an A30) -- more than the probe sends
+    assert hopeless_check(ServeConfig(model="m"), _ctx(60.0), is_baseline=False) is None
+    assert hopeless_check(ServeConfig(model="m"), _ctx(60.0, gpu="a30"), is_baseline=False) is None
+
+
+def test_run_trial_stores_it_as_pruned_with_the_reason(monkeypatch, tmp_path) -> None:
+    server = SimpleNamespace(readback=None, startup_s=1.0, url="u", alive=lambda: True, stop=lambda: None,
+                             log_tail=lambda: "")
+    monkeypatch.setattr(launch.server, "start_server", lambda *a, **k: server)
+    monkeypatch.setattr(objective, "asdict", lambda _x: {})
+    monkeypatch.setattr(objective, "spec_of", lambda _config, _ctx: None)
+    monkeypatch.setattr(objective, "estimate_budget",
+                        lambda *a, **k: SimpleNamespace(feasible=True, reasons=(), to_dict=lambda: {}))
+    got = {}
+
+    def fake_measure(url, config, ctx, number, on_level, hopeless=None):
+        got["hopeless"] = hopeless
+        why = hopeless(5.0) if hopeless else None
+        return CapacityResult(5.0, None, None, None, (), abandoned=why)
+
+    monkeypatch.setattr(objective, "_measure", fake_measure)
+    ctx = _ctx(60.0)
+    ctx = TrialContext(**{**ctx.__dict__, "log_dir": tmp_path})
+    r = run_trial(3, ServeConfig(model="m", max_num_seqs=4), False, ctx)
+    assert r.state == "PRUNED" and r.fail_reason.startswith("hopeless:") and r.saturation_req_s == 5.0
+    r = run_trial(0, ServeConfig(model="m", max_num_seqs=4), True, ctx)  # the baseline: measured in full
+    assert got["hopeless"] is None and r.state == "COMPLETE"
+
+
+def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_path) -> None:
+    from launch.vllm_info import VllmInfo
+    from tuner import inputs as inputs_mod
+    from tuner import pipeline
+    from tuner.settings import resolve
+    from tuner.synthetic import write_model
+    from tuner.trial_result import TrialResult
+
+    model = write_model(tmp_path / "m", "llama-tiny", weights=False)
+    monkeypatch.setattr(inputs_mod, "probe_vllm", lambda python: VllmInfo.from_help_text(
+        "", python=python, version="0.32.0", platform="cpu"))
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    inp = inputs_mod.load_inputs(resolve({}, {"model": str(model), "gpu": "cpu", "slo": "ttft_p95=2s",
+                                              "trials": 3, "out": str(tmp_path / "study")}))
+    seen, goodputs = [], {0: 10.0, 1: 14.0, 2: 3.0}
+
+    def fake_run_trial(n, config, baseline, ctx, say, device=None):
+        seen.append(ctx.best_goodput())
+        return TrialResult(number=n, state="COMPLETE", is_baseline=baseline, config=config, slo_met=True,
+                           goodput_req_s=goodputs[n], best_rate=goodputs[n])
+
+    monkeypatch.setattr(pipeline, "run_trial", fake_run_trial)
+    import launch.script  # no vLLM flags to check here: the launch script is not what this test is about
+    monkeypatch.setattr(launch.script, "write_launch_script", lambda *a, **k: None)
+    pipeline.tune(inp, versions={})
+    assert seen == [None, 10.0, 14.0]
