@@ -46,10 +46,10 @@ ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
 #   Qwen2.5-7B alike, every fp8 point); compressed-tensors W4A16 (Marlin) 2.4 % of the 4-bit tensors (Llama-3-8B
 #   asymmetric, group 128: 5.41 GiB reported for 5.34 GiB packed; one shape measured).
 ACT_PER_TOKEN = 15_700
+ACT_PER_TOKEN_MOE = 5_000
 SAMPLER_BYTES_PER_LOGIT = 32
 FP8_KV_BYTES_PER_LAYER = 1 << 20
 W4_GPU_OVERHEAD = 0.024
-ACT_PER_TOKEN_MOE = 5_000
 DEFAULT_NON_TORCH_BYTES = int(0.22 * GIB)
 DEFAULT_NON_TORCH_PER_EXTRA_RANK = int(1.4 * GIB)  # public log: "1.38 GiB for non-torch memory" at TP=2
 CUDAGRAPH_BASE = int(0.05 * GIB)
