@@ -31,6 +31,7 @@ else
   args+=(--gpu "$gpu")
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+stamp=$(mktemp)  # this call's trial logs are the ones newer than this
 set +e
 timeout --signal=INT --kill-after=30 "$hard" python3 -m tuner.cli "${args[@]}" 2>&1 | tee "/tmp/tune-$target.log"
 rc=${PIPESTATUS[0]}
@@ -44,10 +45,15 @@ if [ -n "${OUT:-}" ]; then
   for f in trials.csv best.json launch.sh report.html study.db; do
     [ -f "$out/$f" ] && cp "$out/$f" "$keep/"
   done
-  tail -c 2000000 "/tmp/tune-$target.log" > "$keep/tune.log"
-  # the startup memory lines of every trial: the budget's calibration data
-  grep -h -E "CUDA graph pool memory|Model Runner|Actual usage is|Available KV cache memory|GPU KV cache size|Maximum concurrency|Memory profiling takes|model weights took" \
-    "$out"/logs/trial-*/*.log 2>/dev/null | cut -c1-400 > "$keep/memory-lines.txt" || true
+  # tune.log and memory-lines.txt keep the earlier calls' lines (committed in $out), this call's under a header
+  header="### H200 call of $(date -u +%Y-%m-%dT%H:%MZ) (${DEVICES:+DEVICES=$DEVICES }h200-study.sh $*; tune exit code $rc)"
+  { [ -f "$out/tune.log" ] && cat "$out/tune.log"; echo "$header"; tail -c 2000000 "/tmp/tune-$target.log"; } \
+    > "$keep/tune.log"
+  # the startup memory lines of this call's trials (logs newer than its start): the budget's calibration data
+  { [ -f "$out/memory-lines.txt" ] && cat "$out/memory-lines.txt"; echo "$header"
+    find "$out/logs" -path '*/trial-*' -name '*.log' -newer "$stamp" 2>/dev/null | sort | xargs -r grep -h -E \
+      "CUDA graph pool memory|Model Runner|Actual usage is|Available KV cache memory|GPU KV cache size|Maximum concurrency|Memory profiling takes|model weights took" \
+      | cut -c1-400; } > "$keep/memory-lines.txt" || true
   tar -czf "$OUT/$target.tgz" -C "$keep" .
   save_compile_caches
 fi
