@@ -105,3 +105,27 @@ def test_non_vllm_server_gives_empty_server_dict() -> None:
     r = run_load(spec, session=t, clock=clock)
     assert r.server == {} and r.requests_ok == 2
     assert sum(1 for q in t.requests if q.method == "GET") == 1  # gave up after the first 404
+
+
+def test_scraper_keeps_the_peak_of_each_gauge_over_its_scrapes() -> None:
+    import asyncio
+
+    from loadtest.server_metrics import Scraper
+    from loadtest.testing import FakeResponse, FakeTransport, ScriptedClock
+
+    clock = ScriptedClock()
+    texts = iter([f'vllm:num_requests_running{{engine="0",model_name="m"}} {n}\n'
+                  f'vllm:kv_cache_usage_perc{{engine="0",model_name="m"}} {u}\n'
+                  for n, u in ((0, 0.0), (3, 0.2), (1, 0.5), (0, 0.1))])
+
+    def handler(req):  # type: ignore[no-untyped-def]
+        return FakeResponse(200, [(0.0, line.encode()) for line in next(texts).splitlines()], clock)
+
+    scraper = Scraper(FakeTransport(handler, clock), "http://fake:1/metrics")
+
+    async def four() -> None:
+        for _ in range(4):
+            await scraper.scrape()
+
+    asyncio.run(four())
+    assert scraper.peaks["requests_running"] == 3.0 and scraper.peaks["kv_cache_usage"] == 0.5
