@@ -136,7 +136,8 @@ def overheads(spec: ModelSpec, device: str, vllm_version: str, s: Settings) -> O
     structural_cg = cg
     act_ratio, cg_ratio, est_ratio, nts = [], [], [], []
     for p in points:
-        ps, pspec = _settings_of(p, s), p.spec()
+        pspec = p.spec()
+        ps = _settings_of(p, pspec)
         act_ratio.append(p.reported["activation_gib"] * GIB / max(1, structural_activation_bytes(pspec, ps)))
         if "cudagraph_gib" in p.reported and not ps.enforce_eager:
             cg_ratio.append(p.reported["cudagraph_gib"] * GIB / max(1, structural_cudagraph_bytes(pspec, ps)))
@@ -174,7 +175,7 @@ def _same_minor(a: str, b: str) -> bool:
     return a.split(".")[:2] == b.split(".")[:2]
 
 
-def _settings_of(p: CalibrationPoint, current: Settings) -> Settings:
+def _settings_of(p: CalibrationPoint, spec: ModelSpec) -> Settings:
     """The engine settings of a point; unset limits are vLLM's defaults for that device and version."""
     from tuner.gpu import GPUProfile
     from tuner.vllm_defaults import default_batch_limits
@@ -186,7 +187,7 @@ def _settings_of(p: CalibrationPoint, current: Settings) -> Settings:
     return Settings(int(st.get("max_num_seqs") or seqs), int(st.get("max_num_batched_tokens") or batched), tp,
                     bool(st.get("enforce_eager", False)),
                     speculative_tokens(st.get("speculative_method"), st.get("num_speculative_tokens")),
-                    uses_v1_runner(p.spec(), st.get("speculative_method"), env))
+                    uses_v1_runner(spec, st.get("speculative_method"), env))
 
 
 def gpu_weight_bytes(spec: ModelSpec, kv_dtype: str) -> int:

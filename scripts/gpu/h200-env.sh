@@ -8,6 +8,11 @@ cache=.gpu-stage/gpu-cache.tgz
 export PYTHONPATH="/tmp/gpusite:$PWD" HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 PYTHONUNBUFFERED=1
 model=/tmp/models/llama-3-8b
 [ -f "$model/config.json" ] || python3 -m tuner.cli make-model --out "$model" --shape llama-3-8b --no-weights
+# its config-only 4-bit variant (compressed-tensors W4A16, make-model --w4a16), for the -w4a16 targets
+w4a16_model() {
+  [ -f "$model-w4a16/config.json" ] || python3 -m tuner.cli make-model --out "$model-w4a16" --shape llama-3-8b \
+    --no-weights --w4a16
+}
 
 # the compile caches go back with the results, for the next machine
 save_compile_caches() { (cd ~ && tar -czf "$OUT/gpu-cache.tgz" .cache/vllm .cache/flashinfer .triton 2>/dev/null) || true; }

@@ -3,14 +3,12 @@
 # committed study results/h200-llama-3-8b-$target/, which it is compared with); each script adds its own
 # --grid kv_cache_dtype=…, --out and limits.
 # SEARCH=a30-w4a16 compares with that study instead (same GPU profile and measurement; its best may be the 4-bit
-# variant, which is then written here as h200-study.sh does).
+# variant, written by h200-env.sh's w4a16_model).
 out="results/grid-h200-llama-3-8b-$target"
 search="${SEARCH:-$target}"
 grid_args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms" --level-seconds 8
            --gpu "$target" --search-from "results/h200-llama-3-8b-$search" --grid max_num_seqs=128,256,512,1024)
-if [ "$search" != "${search%-w4a16}" ] && [ ! -f "$model-w4a16/config.json" ]; then
-  python3 -m tuner.cli make-model --out "$model-w4a16" --shape llama-3-8b --no-weights --w4a16
-fi
+[ "$search" != "${search%-w4a16}" ] && w4a16_model
 [ "$target" = a30 ] && grid_args+=(--emulate-on auto)
 
 # bench/search_vs_grid.py on GPUs 0 and 1 at once; waits for both. Worker g: CUDA_VISIBLE_DEVICES=g, its own HOME

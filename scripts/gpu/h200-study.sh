@@ -21,8 +21,7 @@ args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tp
 [ -f "$out/study.db" ] && args+=(--resume)
 [ -n "${DEVICES:-}" ] && args+=(--devices "$DEVICES")
 if [ "$gpu" != "$target" ]; then
-  [ -f "$model-w4a16/config.json" ] || python3 -m tuner.cli make-model --out "$model-w4a16" --shape llama-3-8b \
-    --no-weights --w4a16
+  w4a16_model
   args+=(--quantized-model "$model-w4a16")
 fi
 if [ "$gpu" = a30 ]; then
