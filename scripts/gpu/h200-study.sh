@@ -8,6 +8,7 @@
 #      compressed-tensors W4A16 model from make-model --w4a16, served with dummy weights like the 16-bit one).
 # The study resumes from results/h200-llama-3-8b-<target>/ when it is there, so work spreads over calls.
 # DEVICES=0,1 (on a two-H200 host): one trial per GPU at a time (--devices), twice that with a30's overlapped startups.
+# WORKLOAD=longdoc (a profiles/workloads name; default chat): results go to ...-<target>-<workload> then.
 set -euo pipefail
 target="${1:?usage: h200-study.sh a30|h200|a30-w4a16|h200-w4a16 TRIALS TIME_BUDGET_S HARD_LIMIT_S}"
 gpu="${target%-w4a16}"
@@ -15,8 +16,11 @@ trials="${2:-10}"
 budget="${3:-420}"   # no new trial starts once a typical (median) trial would overrun this
 hard="${4:-540}"     # then SIGINT: finished trials are kept, servers stopped
 source scripts/gpu/h200-env.sh
+workload="${WORKLOAD:-chat}"
+[ -f "profiles/workloads/$workload.yaml" ] || { echo "no workload profiles/workloads/$workload.yaml" >&2; exit 2; }
 out="results/h200-llama-3-8b-$target"
-args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms"
+[ "$workload" = chat ] || out+="-$workload"
+args=(--model "$model" --load-format dummy --workload "$workload" --slo "ttft_p95=2s,tpot_p95=60ms"
       --trials "$trials" --out "$out" --time-budget "$budget" --level-seconds 8)
 [ -f "$out/study.db" ] && args+=(--resume)
 [ -n "${DEVICES:-}" ] && args+=(--devices "$DEVICES")
@@ -45,7 +49,7 @@ if [ -n "${OUT:-}" ]; then
     [ -f "$out/$f" ] && cp "$out/$f" "$keep/"
   done
   # tune.log and memory-lines.txt keep the earlier calls' lines (committed in $out), this call's under a header
-  header="### H200 call of $(date -u +%Y-%m-%dT%H:%MZ) (${DEVICES:+DEVICES=$DEVICES }h200-study.sh $*; tune exit code $rc)"
+  header="### H200 call of $(date -u +%Y-%m-%dT%H:%MZ) (${DEVICES:+DEVICES=$DEVICES }${WORKLOAD:+WORKLOAD=$WORKLOAD }h200-study.sh $*; tune exit code $rc)"
   { [ -f "$out/tune.log" ] && cat "$out/tune.log"; echo "$header"; tail -c 2000000 "/tmp/tune-$target.log"; } \
     > "$keep/tune.log"
   # the startup memory lines of this call's trials (logs newer than its start): the budget's calibration data
