@@ -163,7 +163,7 @@ def main() -> int:
     print(f"grid: {len(points)} points, best goodput {grid_best:.3f} req/s")
     print(f"search ({study_dir}): {len(results)} trials, best goodput {running:.3f} req/s = "
           f"{(running / grid_best * 100 if grid_best else 0):.0f}% of the grid's best; "
-          f"95% reached after {reached if reached else 'never'} trials")
+          + (f"95% reached after {reached} trials" if reached else f"95% not reached in {len(results)} trials"))
     if summary.gain_over_baseline is not None and best is not None:
         print(f"gain over vLLM defaults: {summary.gain_over_baseline * 100:+.0f}% ({summary.baseline_note}; "
               f"best: trial {best.number}'s configuration, {summary.best_goodput_text()})")
