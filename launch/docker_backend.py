@@ -4,7 +4,7 @@
 tuned vLLM version, ``python3 -m vllm.entrypoints.openai.api_server`` with the argv of
 launch.command, GPU device requests, the port published on ``host``, the model mounted read-only
 at /model, ``ipc_mode="host"`` for PyTorch shared memory). ``start_docker_server`` runs it and
-reuses launch.server's health wait, warmup, read-back and failure classification.
+reuses launch.server_phases' health wait, warmup, read-back and failure classification.
 
 Nothing survives the tuner: the container is not in any process group of ours, so a watchdog
 (launch/watchdog.py) waits on it and, if the tuner disappears, removes it with ``--on-orphan``.
@@ -27,7 +27,7 @@ from launch.errors import LaunchInputError
 from launch.process import LOG_TAIL_BYTES, free_port, spawn_watched
 from launch.readback import ReadBack
 from launch.script import container_command, docker_image
-from launch.server import ServerBase, read_back, wait_healthy, warm_up
+from launch.server_phases import ServerBase, read_back, wait_healthy, warm_up
 from launch.vllm_info import VllmInfo
 
 CONTAINER_PORT = 8000
