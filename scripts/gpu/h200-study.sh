@@ -20,6 +20,7 @@ workload="${WORKLOAD:-chat}"
 [ -f "profiles/workloads/$workload.yaml" ] || { echo "no workload profiles/workloads/$workload.yaml" >&2; exit 2; }
 out="results/h200-llama-3-8b-$target"
 [ "$workload" = chat ] || out+="-$workload"
+name="${out#results/h200-llama-3-8b-}"  # the target, with the workload when not chat: names this call's files
 args=(--model "$model" --load-format dummy --workload "$workload" --slo "ttft_p95=2s,tpot_p95=60ms"
       --trials "$trials" --out "$out" --time-budget "$budget" --level-seconds 8)
 [ -f "$out/study.db" ] && args+=(--resume)
@@ -36,27 +37,27 @@ fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 stamp=$(mktemp)  # this call's trial logs are the ones newer than this
 set +e
-timeout --signal=INT --kill-after=30 "$hard" python3 -m tuner.cli "${args[@]}" 2>&1 | tee "/tmp/tune-$target.log"
+timeout --signal=INT --kill-after=30 "$hard" python3 -m tuner.cli "${args[@]}" 2>&1 | tee "/tmp/tune-$name.log"
 rc=${PIPESTATUS[0]}
 set -e
 echo "tune exit code: $rc"
 if [ -n "${OUT:-}" ]; then
-  # one archive per target: the device machine returns at most 8 files per call, and a second target's
+  # one archive per target (and workload): the device machine returns at most 8 files per call, and a second target's
   # study.db left behind was lost once (the next call's working tree did not keep it)
-  keep="/tmp/keep-$target"
+  keep="/tmp/keep-$name"
   rm -rf "$keep" && mkdir -p "$keep"
   for f in trials.csv best.json launch.sh report.html study.db; do
     [ -f "$out/$f" ] && cp "$out/$f" "$keep/"
   done
   # tune.log and memory-lines.txt keep the earlier calls' lines (committed in $out), this call's under a header
   header="### H200 call of $(date -u +%Y-%m-%dT%H:%MZ) (${DEVICES:+DEVICES=$DEVICES }${WORKLOAD:+WORKLOAD=$WORKLOAD }h200-study.sh $*; tune exit code $rc)"
-  { [ -f "$out/tune.log" ] && cat "$out/tune.log"; echo "$header"; tail -c 2000000 "/tmp/tune-$target.log"; } \
+  { [ -f "$out/tune.log" ] && cat "$out/tune.log"; echo "$header"; tail -c 2000000 "/tmp/tune-$name.log"; } \
     > "$keep/tune.log"
   # the startup memory lines of this call's trials (logs newer than its start): the budget's calibration data
   { [ -f "$out/memory-lines.txt" ] && cat "$out/memory-lines.txt"; echo "$header"
     find "$out/logs" -path '*/trial-*' -name '*.log' -newer "$stamp" 2>/dev/null | sort | xargs -r grep -h -E \
       "CUDA graph pool memory|Model Runner|Actual usage is|Available KV cache memory|GPU KV cache size|Maximum concurrency|Memory profiling takes|model weights took" \
       | cut -c1-400; } > "$keep/memory-lines.txt" || true
-  tar -czf "$OUT/$target.tgz" -C "$keep" .
+  tar -czf "$OUT/$name.tgz" -C "$keep" .
   save_compile_caches
 fi
