@@ -203,9 +203,9 @@ def remeasure(contenders: dict[str, object], n: int, ctx: object, path: Path) ->
               f"(min {min(vals):.3f}, max {max(vals):.3f})")
     grid_mean = next(v for k, v in means.items() if k.startswith("grid best"))
     best_search = max((v for k, v in means.items() if not k.startswith("grid best")), default=0.0)
+    top = max(means, key=means.__getitem__)
     print(f"re-measured: the search's best (or the defaults, if they won) = {best_search / grid_mean * 100:.0f}% "
-          f"of the grid's best; defaults → best: {(max(means.values()) / means['vLLM defaults'] - 1) * 100:+.0f}% "
-          f"({max(means, key=means.__getitem__)})")
+          f"of the grid's best; defaults → best: {(means[top] / means['vLLM defaults'] - 1) * 100:+.0f}% ({top})")
 
 
 if __name__ == "__main__":

@@ -61,9 +61,7 @@ class ServerBase:
         rc = self.returncode()
         if rc is None:
             return None
-        tail = self.log_tail()
-        reason, message = classify_failure(tail, rc, phase)
-        return LaunchFailure(reason, message, tail[-8000:])
+        return classified(self.log_tail(), rc, phase)
 
     def metrics_text(self, timeout: float = 10.0) -> str:
         r = httpx.get(f"{self.url}/metrics", timeout=timeout)
@@ -85,12 +83,17 @@ def _last_log_line(server: ServerHandle) -> str:
     return ""
 
 
+def classified(log_tail: str, returncode: int | None, phase: str, where: str = "") -> LaunchFailure:
+    """The LaunchFailure a log tail shows (reason from launch.classify), keeping the tail's last 8 kB."""
+    reason, message = classify_failure(log_tail, returncode, phase)
+    return LaunchFailure(reason, message + where, log_tail[-8000:])
+
+
 def fail(server: ServerHandle, phase: str, returncode: int | None) -> LaunchFailure:
     """Classify the failure from the log tail, stop the server, return the LaunchFailure to raise."""
-    tail = server.log_tail()
-    reason, message = classify_failure(tail, returncode, phase)
+    failure = classified(server.log_tail(), returncode, phase, f" (log: {server.log_path})")
     server.stop(grace_s=5.0)
-    return LaunchFailure(reason, f"{message} (log: {server.log_path})", tail[-8000:])
+    return failure
 
 
 def wait_healthy(server: ServerHandle, timeout_s: float,
