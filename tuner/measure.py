@@ -5,8 +5,9 @@ Synchronous and independent of how a level is measured: ``capacity_search`` take
 ``loadtest.run_load`` against the live server). Levels that lose their SLO early may be cut short
 by the load generator; here a level is just "met" or "not met".
 
-Sequence: (1) a closed-loop saturation probe estimates the most req/s the server can complete (a
-configuration it shows cannot win stops here);
+Sequence: (1) a closed-loop saturation probe estimates the most req/s the server can complete (at most
+twice as many requests at once as the server runs: ``MeasurePlan.fitted``; a configuration it shows cannot
+win stops here);
 (2) a low-rate level checks the SLO can hold at all (if not: infeasible, stop); (3) a level just above
 the saturation estimate, widened ×1.5 while it still passes (the probe's fixed concurrency can
 underestimate capacity); (4) bisection on the Poisson rate between the highest passing and the lowest
@@ -16,13 +17,16 @@ failing rate.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from loadtest.slo import SLO
 
 if TYPE_CHECKING:
     from loadtest.report import LoadReport
+
+MIN_LEVEL_FLOOR = 8  # requests: fewer make a p95 meaningless
+MIN_PROBE_CONCURRENCY = 4
 
 
 @dataclass(frozen=True)
@@ -40,9 +44,26 @@ class MeasurePlan:
     bisection_steps: int = 4
     max_expansions: int = 2  # times the upper bracket may grow ×1.5 when it still meets the SLO
     seed: int = 0
+    # a level lasts level_duration_s, longer when min_level_requests takes longer to arrive at its rate, but
+    # at most this many times level_duration_s (and never fewer than MIN_LEVEL_FLOOR requests): at the low
+    # rates of slow workloads (~8k-token prompts, or a few sequences) the minimum alone made a level minutes long
+    max_level_stretch: float = 4.0
 
     def level_requests(self, rate: float) -> int:
-        return max(self.min_level_requests, min(self.max_level_requests, round(rate * self.level_duration_s)))
+        n = max(self.min_level_requests, round(rate * self.level_duration_s))
+        n = min(n, max(MIN_LEVEL_FLOOR, round(rate * self.level_duration_s * self.max_level_stretch)))
+        return min(self.max_level_requests, n)
+
+    def fitted(self, running: int | None) -> MeasurePlan:
+        """The plan for a server that runs at most ``running`` sequences at once (its max_num_seqs, or fewer
+        when its KV cache holds fewer of the workload's longest requests): the probe sends at most twice
+        that many at a time (more only queue; with ~8k-token prompts 128 at once made one probe ~100 s), and
+        as many requests per sequence slot as the plan's own probe. None: the plan as it is."""
+        if running is None or 2 * running >= self.probe_concurrency:
+            return self
+        conc = max(MIN_PROBE_CONCURRENCY, 2 * running)
+        requests = max(2 * conc, round(self.probe_requests * conc / self.probe_concurrency))
+        return replace(self, probe_concurrency=conc, probe_requests=requests)
 
 
 @dataclass(frozen=True)

@@ -87,28 +87,47 @@ def launched_config(config: ServeConfig, ctx: TrialContext) -> ServeConfig:
                    max_num_batched_tokens=config.max_num_batched_tokens or tokens)
 
 
-def hopeless_check(config: ServeConfig, ctx: TrialContext, is_baseline: bool) -> Callable[[float], str | None] | None:
+def _max_num_seqs(config: ServeConfig, ctx: TrialContext) -> int:
+    return config.max_num_seqs or default_batch_limits(ctx.gpu, ctx.vllm_version or "0.0",
+                                                       config.tensor_parallel_size or 1)[0]
+
+
+def running_capacity(config: ServeConfig, ctx: TrialContext, kv_cache_tokens: int | None) -> int:
+    """How many of the workload's longest requests the server runs at once: its max_num_seqs, or fewer when
+    its KV cache (``kv_cache_tokens``, read back from vLLM) holds fewer of them."""
+    seqs = _max_num_seqs(config, ctx)
+    if not kv_cache_tokens or ctx.workload is None:
+        return seqs
+    longest = ctx.workload.max_input_tokens + (ctx.output_tokens or ctx.workload.max_output_tokens)
+    return max(1, min(seqs, kv_cache_tokens // max(1, longest)))
+
+
+def hopeless_check(config: ServeConfig, ctx: TrialContext, is_baseline: bool, running: int | None = None,
+                   probe_concurrency: int | None = None) -> Callable[[float], str | None] | None:
     """What decides, from the saturation probe, that ``config`` cannot win (see HOPELESS_FACTOR); None when
-    the probe cannot tell (the baseline is always measured in full; more sequences than the probe sends)."""
+    the probe cannot tell (the baseline is always measured in full; more sequences at once, ``running``
+    (default: max_num_seqs), than the probe sends (default: the plan's probe concurrency))."""
     if is_baseline:
         return None
-    seqs = config.max_num_seqs or default_batch_limits(ctx.gpu, ctx.vllm_version or "0.0",
-                                                       config.tensor_parallel_size or 1)[0]
-    if seqs > ctx.plan.probe_concurrency:
+    seqs = _max_num_seqs(config, ctx)
+    if (running or seqs) > (probe_concurrency or ctx.plan.probe_concurrency):
         return None
 
     def check(saturation: float) -> str | None:
         best = ctx.best_goodput()
         if best is None or saturation * HOPELESS_FACTOR >= best:
             return None
-        return (f"hopeless: the saturation probe completed {saturation:.2f} req/s with max_num_seqs {seqs}, under "
+        fit = f" ({running} of the longest requests fit its KV cache)" if running and running < seqs else ""
+        return (f"hopeless: the saturation probe completed {saturation:.2f} req/s with max_num_seqs {seqs}{fit}, under "
                 f"1/{HOPELESS_FACTOR:g} of the best goodput so far ({best:.2f} req/s); not measured further")
     return check
 
 
 def _measure(url: str, config: ServeConfig, ctx: TrialContext, number: int,
-             on_level: Callable[[Level], None], hopeless: Callable[[float], str | None] | None = None
-             ) -> CapacityResult:
+             on_level: Callable[[Level], None], hopeless: Callable[[float], str | None] | None = None,
+             plan: MeasurePlan | None = None) -> CapacityResult:
+    plan = plan or ctx.plan
+
     def spec(**kw: Any) -> LoadSpec:
         return LoadSpec(url=url, model=config.name, workload=ctx.workload, slos=ctx.slos,
                         tokenizer=ctx.tokenizer, output_tokens=ctx.output_tokens,
@@ -120,7 +139,7 @@ def _measure(url: str, config: ServeConfig, ctx: TrialContext, number: int,
     def run_probe(conc: int, n: int) -> LoadReport:
         return run_load(spec(rate=None, requests=n, concurrency=conc, duration_s=None))
 
-    return capacity_search(run_rate, run_probe, ctx.plan, ctx.slos, on_level=on_level, hopeless=hopeless)
+    return capacity_search(run_rate, run_probe, plan, ctx.slos, on_level=on_level, hopeless=hopeless)
 
 
 def spec_of(config: ServeConfig, ctx: TrialContext) -> ModelSpec:
@@ -181,8 +200,12 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
             lock = ctx.measure_locks.get(device)
             if lock is not None:
                 progress("started; waiting for the device to be free of measurements")
+            kv_tokens = server.readback.kv_cache_size_tokens if server.readback is not None else None
+            running = running_capacity(launched, ctx, kv_tokens)
+            plan = ctx.plan.fitted(running)
             with lock or contextlib.nullcontext():
-                cap = _measure(server.url, config, ctx, number, on_level, hopeless_check(config, ctx, is_baseline))
+                cap = _measure(server.url, config, ctx, number, on_level,
+                               hopeless_check(launched, ctx, is_baseline, running, plan.probe_concurrency), plan)
             alive = server.alive()
             tail = "" if alive else server.log_tail()
         finally:

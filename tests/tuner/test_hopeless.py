@@ -9,7 +9,7 @@ from launch.config import ServeConfig
 from tuner import objective
 from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, MeasurePlan
-from tuner.objective import HOPELESS_FACTOR, TrialContext, hopeless_check, run_trial
+from tuner.objective import HOPELESS_FACTOR, TrialContext, hopeless_check, run_trial, running_capacity
 
 
 def _ctx(best, gpu="h200", **kw) -> TrialContext:
@@ -33,6 +33,23 @@ def test_the_rule() -> None:
     assert hopeless_check(ServeConfig(model="m"), _ctx(60.0, gpu="a30"), is_baseline=False) is None
 
 
+def test_a_kv_bound_server_is_judged_by_what_fits() -> None:
+    from loadtest.workload import load_workload
+
+    ctx = TrialContext(**{**_ctx(60.0, gpu="a30").__dict__, "workload": load_workload("longdoc")})
+    defaults = ServeConfig(model="m")  # 256 sequences on an A30, but its KV cache holds ~6 of 8k tokens
+    assert running_capacity(defaults, ctx, None) == 256
+    assert running_capacity(defaults, ctx, 48_256) == 5  # longest request: 7936 + 256 tokens
+    assert running_capacity(ServeConfig(model="m", max_num_seqs=4), ctx, 252_000) == 4
+    plan = ctx.plan.fitted(5)
+    check = hopeless_check(defaults, ctx, False, 5, plan.probe_concurrency)
+    assert check is not None and check(60.0 / HOPELESS_FACTOR + 0.1) is None
+    why = check(2.0)
+    assert "max_num_seqs 256 (5 of the longest requests fit its KV cache)" in why
+    # without the read-back, 256 sequences are more than the probe sends: it cannot tell
+    assert hopeless_check(defaults, ctx, False) is None
+
+
 def test_run_trial_stores_it_as_pruned_with_the_reason(monkeypatch, tmp_path) -> None:
     server = SimpleNamespace(readback=None, startup_s=1.0, url="u", alive=lambda: True, stop=lambda: None,
                              log_tail=lambda: "")
@@ -43,7 +60,7 @@ def test_run_trial_stores_it_as_pruned_with_the_reason(monkeypatch, tmp_path) ->
                         lambda *a, **k: SimpleNamespace(feasible=True, reasons=(), to_dict=lambda: {}))
     got = {}
 
-    def fake_measure(url, config, ctx, number, on_level, hopeless=None):
+    def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
         got["hopeless"] = hopeless
         why = hopeless(5.0) if hopeless else None
         return CapacityResult(5.0, None, None, None, (), abandoned=why)

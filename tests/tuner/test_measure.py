@@ -85,6 +85,24 @@ def test_level_size_follows_rate():
     assert plan.level_requests(0.5) == 20 and plan.level_requests(5) == 50 and plan.level_requests(50) == 100
 
 
+def test_a_slow_level_lasts_at_most_its_stretch():
+    # the GPU plan's minimum of 64 requests at 0.38 req/s (longdoc's low level) would take 170 s
+    plan = MeasurePlan(level_duration_s=8, min_level_requests=64, max_level_stretch=4.0)
+    assert plan.level_requests(0.375) == 12  # 32 s
+    assert plan.level_requests(1.5) == 48 and plan.level_requests(2.75) == 64 and plan.level_requests(50) == 400
+    assert plan.level_requests(0.1) == 8  # never fewer than the floor
+
+
+def test_the_probe_fits_what_the_server_runs_at_once():
+    plan = MeasurePlan(probe_concurrency=128, probe_requests=256)
+    assert plan.fitted(None) is plan and plan.fitted(64) is plan and plan.fitted(1024) is plan
+    five = plan.fitted(5)  # A30 memory, 16-bit, ~8k-token requests: 5.9 fit
+    assert (five.probe_concurrency, five.probe_requests) == (10, 20)
+    assert plan.fitted(30).probe_concurrency == 60 and plan.fitted(30).probe_requests == 120
+    assert plan.fitted(1).probe_concurrency == 4 and plan.fitted(1).probe_requests == 8
+    assert five.level_duration_s == plan.level_duration_s and five.seed == plan.seed
+
+
 def test_a_hopeless_configuration_stops_after_the_probe():
     run_rate, run_probe, calls = server(capacity=10.0)
     seen = []
