@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from loadtest.records import ABANDONED
 from loadtest.slo import SLO
 
 if TYPE_CHECKING:
@@ -81,13 +82,16 @@ class Level:
     ttft_p95_ms: float | None = None
     tpot_p95_ms: float | None = None
     schedule_lag_p95_ms: float | None = None  # the load generator's own lateness (counted in TTFT)
+    failures: dict[str, int] = field(default_factory=dict)  # failed requests by reason
+    failure_example: str | None = None  # the first failed request's reason and what the server said
 
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "rate": self.rate, "concurrency": self.concurrency, "slo_met": self.slo_met,
                 "goodput_req_s": self.goodput_req_s, "throughput_req_s": self.throughput_req_s,
                 "slo_values": dict(self.slo_values), "requests_failed": self.requests_failed,
                 "ttft_p95_ms": self.ttft_p95_ms, "tpot_p95_ms": self.tpot_p95_ms,
-                "schedule_lag_p95_ms": self.schedule_lag_p95_ms}
+                "schedule_lag_p95_ms": self.schedule_lag_p95_ms, "failures": dict(self.failures),
+                "failure_example": self.failure_example}
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,15 @@ class CapacityResult:
 def _level(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -> Level:
     return Level(kind, rate, conc, bool(rep.slo_met), rep.goodput_req_s, rep.throughput_req_s,
                  dict(rep.slo_values), rep.requests_failed, rep.value("ttft", 95), rep.value("tpot", 95),
-                 rep.value("schedule_lag", 95))
+                 rep.value("schedule_lag", 95), dict(rep.failures), _failure_example(rep))
+
+
+def _failure_example(rep: LoadReport) -> str | None:
+    """The first request that failed for a reason of its own (not cancelled because its level was lost)."""
+    for r in rep.records:
+        if r.failure is not None and r.failure != ABANDONED:
+            return f"{r.failure}: {r.detail}".strip()[:300] if r.detail else r.failure
+    return None
 
 
 def slo_excess(rep: LoadReport, slos: tuple[SLO, ...]) -> float:

@@ -100,3 +100,27 @@ def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_pat
     monkeypatch.setattr(launch.script, "write_launch_script", lambda *a, **k: None)
     pipeline.tune(inp, versions={})
     assert seen == [None, 10.0, 14.0]
+
+
+def test_a_level_with_failed_requests_says_what_the_server_answered(monkeypatch, tmp_path) -> None:
+    from tuner.measure import Level
+
+    server = SimpleNamespace(readback=None, startup_s=1.0, url="u", alive=lambda: True, stop=lambda: None,
+                             log_tail=lambda: "")
+    monkeypatch.setattr(launch.server, "start_server", lambda *a, **k: server)
+    monkeypatch.setattr(objective, "asdict", lambda _x: {})
+    monkeypatch.setattr(objective, "spec_of", lambda _config, _ctx: None)
+    monkeypatch.setattr(objective, "estimate_budget",
+                        lambda *a, **k: SimpleNamespace(feasible=True, reasons=(), to_dict=lambda: {}))
+
+    def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
+        on_level(Level("rate", 0.5, None, False, 0.3, 0.4, {"ttft_p95": None}, 3,
+                       failures={"http_400": 2, "abandoned": 1}, failure_example="http_400: prompt too long"))
+        return CapacityResult(1.0, None, None, None, ())
+
+    monkeypatch.setattr(objective, "_measure", fake_measure)
+    said = []
+    run_trial(1, ServeConfig(model="m", max_num_seqs=4), False, TrialContext(**{**_ctx(None).__dict__,
+                                                                                "log_dir": tmp_path}), said.append)
+    line = next(m for m in said if m.startswith("rate 0.50/s"))
+    assert line.endswith("; 2 request(s) failed (http_400: 2; first: http_400: prompt too long)"), line

@@ -15,6 +15,8 @@ class FakeReport:
     goodput_req_s: float
     requests_failed: int = 0
     slo_values: dict = field(default_factory=dict)
+    failures: dict = field(default_factory=dict)
+    records: tuple = ()
 
     @property
     def slo_met(self):
@@ -118,3 +120,18 @@ def test_a_hopeless_configuration_stops_after_the_probe():
     # a check that finds nothing wrong changes nothing
     res = capacity_search(run_rate, run_probe, MeasurePlan(bisection_steps=5), SLOS, hopeless=lambda s: None)
     assert res.abandoned is None and res.slo_met and len(res.levels) == 8
+
+
+def test_a_level_keeps_what_the_first_failed_request_was_told():
+    from loadtest.records import RequestRecord
+    from tuner.measure import _level
+
+    said = "The decoder prompt (length 8193) is longer than the maximum model length of 8192."
+    recs = (RequestRecord(0, 0.0, 0.0, failure="abandoned"), RequestRecord(1, 0.0, 0.0),
+            RequestRecord(2, 0.0, 0.0, failure="http_400", detail=said), RequestRecord(3, 0.0, 0.0, failure="timeout"))
+    rep = FakeReport(None, 1.0, 0.5, requests_failed=3, failures={"http_400": 1, "timeout": 1, "abandoned": 1},
+                     records=recs)
+    level = _level("rate", 1.0, None, rep)
+    assert level.failure_example == "http_400: " + said
+    assert level.to_dict()["failures"] == {"http_400": 1, "timeout": 1, "abandoned": 1}
+    assert _level("rate", 1.0, None, FakeReport(900.0, 1.0, 1.0)).failure_example is None

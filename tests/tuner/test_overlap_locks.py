@@ -14,7 +14,9 @@ from types import SimpleNamespace
 import launch.server
 import tuner.objective as objective
 from launch.config import ServeConfig
-from tuner.measure import CapacityResult
+from launch.readback import ReadBack
+from tuner.gpu import GPUProfile
+from tuner.measure import CapacityResult, MeasurePlan
 from tuner.objective import TrialContext, run_trial
 
 STARTUP_S, MEASURE_S = 0.3, 0.1
@@ -31,7 +33,7 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
     class FakeServer:
         def __init__(self, name: str) -> None:
             self.name, self.url, self.startup_s = name, "http://127.0.0.1:1", STARTUP_S
-            self.readback = SimpleNamespace()
+            self.readback = ReadBack()
 
         def alive(self) -> bool:
             return True
@@ -52,7 +54,7 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
         note(name, "start-end")
         return FakeServer(name)
 
-    def fake_measure(url, config, ctx, number, on_level, hopeless=None):
+    def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
         time.sleep(MEASURE_S)
         return CapacityResult(1.0, None, None, None, ())
 
@@ -63,11 +65,15 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
     monkeypatch.setattr(objective, "spec_of", lambda _config, _ctx: None)
     monkeypatch.setattr(objective, "hopeless_check", lambda *_a: None)
     monkeypatch.setattr(objective, "asdict", lambda _x: {})
-    ctx = TrialContext(spec=None, gpu=None, slos=(), workload=None, plan=SimpleNamespace(warmup_requests=0),
-                       python="python", log_dir=tmp_path, start_locks={"0": threading.Lock()},
-                       measure_locks={"0": threading.Lock()})
-    threads = [threading.Thread(target=run_trial, args=(n, ServeConfig(model="/m"), False, ctx),
-                                kwargs={"device": "0"}) for n in range(3)]
+    ctx = TrialContext(spec=None, gpu=GPUProfile.load("h200"), slos=(), workload=None,
+                       plan=MeasurePlan(warmup_requests=0), python="python", log_dir=tmp_path,
+                       start_locks={"0": threading.Lock()}, measure_locks={"0": threading.Lock()})
+    results = []
+
+    def trial(n: int) -> None:
+        results.append(run_trial(n, ServeConfig(model="/m", max_num_seqs=8), False, ctx, device="0"))
+
+    threads = [threading.Thread(target=trial, args=(n,)) for n in range(3)]
     for t in threads:
         t.start()
     for t in threads:
@@ -82,3 +88,4 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
         else:
             assert not starting, f"{trial} stopped while {starting} was starting"
     assert [w for _, _, w in events].count("stop") == 3
+    assert sorted(r.state for r in results) == ["COMPLETE"] * 3  # every trial ran to its end
