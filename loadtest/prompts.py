@@ -33,6 +33,21 @@ _WORDS = (
 ).split()
 
 
+def prompt_vocabulary(tokenizer: Any) -> list[int]:
+    """The token ids random prompts are drawn from: every id but the special ones, and but the longest
+    token strings when the vocabulary has shorter ones. vLLM rejects, before tokenizing, a prompt of more
+    characters than (max_model_len − max_tokens) × its longest token string (``renderers/params.py``,
+    0.26 and 0.32); a whitespace-split vocabulary (the synthetic ``w0 … wN``) puts a space between tokens,
+    so random prompts of its longest tokens exceed that bound near max_model_len (on the H200, longdoc's
+    ~7.9k-token prompts drew HTTP 400s from the Llama-3-8B-shaped model). Tokens shorter than the longest
+    keep every prompt within it, spaces included."""
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    vocab = {t: i for t, i in tokenizer.get_vocab().items() if i not in special}
+    longest = max((len(t) for t in vocab), default=0)
+    shorter = sorted(i for t, i in vocab.items() if len(t) < longest)
+    return shorter or sorted(vocab.values())
+
+
 @dataclass(frozen=True)
 class PromptSpec:
     """One request's content: ``prompt`` (completions) or ``messages`` (chat), and its lengths."""
@@ -81,8 +96,7 @@ class PromptFactory:
         self._sys_tokens = 0
         self._prefix: list[Any] = []
         if tokenizer is not None:
-            special = set(getattr(tokenizer, "all_special_ids", []) or [])
-            self._vocab = sorted(i for i in tokenizer.get_vocab().values() if i not in special)
+            self._vocab = prompt_vocabulary(tokenizer)
         if workload.system_prompt:
             self._sys_tokens = self._count(workload.system_prompt)
         if workload.input_tokens is not None and workload.shared_prefix_fraction > 0:

@@ -23,6 +23,17 @@ def _workload(tmp_path: Path, body: str, name: str = "w") -> Path:
     return p
 
 
+def test_prompts_as_long_as_the_context_are_served(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
+    # vLLM rejects a prompt of more characters than tokens x its longest token string before tokenizing it;
+    # random prompts of the synthetic vocabulary's longest words exceeded that near max_model_len (HTTP 400)
+    wl = load_workload(_workload(tmp_path, "input_tokens: 2040\noutput_tokens: 8\n"))  # the server's 2048
+    spec = LoadSpec(url=vllm_server, model="tiny", workload=wl, concurrency=2, requests=4, warmup=0,
+                    tokenizer=str(tiny_model))
+    r = run_load(spec)
+    assert r.requests_ok == 4 and r.requests_failed == 0, [rec.detail for rec in r.records if rec.failure]
+    assert r.input_tokens == 4 * 2040
+
+
 def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
     wl = load_workload(
         _workload(tmp_path, "input_tokens: {dist: uniform, min: 20, max: 200}\noutput_tokens: 256\n")

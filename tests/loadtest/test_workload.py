@@ -135,6 +135,26 @@ def test_exact_lengths_with_tokenizer(tiny_model: Path) -> None:
         assert w.input_tokens.min <= p.input_tokens <= w.input_tokens.max
 
 
+@pytest.mark.parametrize("vocab_size", [4096, 128256])  # llama-tiny's; the Llama-3-8B shape's
+def test_long_prompts_stay_within_vllms_characters_per_token_bound(tmp_path: Path, vocab_size: int) -> None:
+    # vLLM rejects, before tokenizing, prompts of more characters than tokens x its longest token string;
+    # whitespace-joined prompts of the synthetic w0..wN vocabulary's longest tokens exceeded it (HTTP 400)
+    from transformers import AutoTokenizer
+
+    from tuner.synthetic import write_tokenizer
+
+    write_tokenizer(tmp_path, vocab_size)
+    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    longest = max(len(t) for t in tok.get_vocab())  # what vLLM computes (special tokens included)
+    (tmp_path / "long.yaml").write_text("input_tokens: 7936\noutput_tokens: 256\n")
+    f = PromptFactory(load_workload(tmp_path / "long.yaml"), seed=0, tokenizer=tok)
+    for i in range(3):
+        p = f.make(i)
+        assert len(tok.encode(p.prompt, add_special_tokens=False)) == p.input_tokens == 7936
+        assert len(p.prompt) <= 7936 * longest
+    assert len(set(f.make(0).prompt.split())) > 900  # still many distinct tokens
+
+
 def test_shared_prefix(tmp_path: Path) -> None:
     (tmp_path / "p.yaml").write_text("input_tokens: 100\noutput_tokens: 2\nshared_prefix_fraction: 0.5\n")
     f = PromptFactory(load_workload(tmp_path / "p.yaml"), seed=1)
