@@ -50,7 +50,8 @@ def test_a_kv_bound_server_is_judged_by_what_fits() -> None:
     assert hopeless_check(defaults, ctx, False) is None
 
 
-def test_run_trial_stores_it_as_pruned_with_the_reason(monkeypatch, tmp_path) -> None:
+def _stand_in_server(monkeypatch) -> None:
+    """run_trial's launch and budget replaced: what is under test is what it does with the measurement."""
     server = SimpleNamespace(readback=None, startup_s=1.0, url="u", alive=lambda: True, stop=lambda: None,
                              log_tail=lambda: "")
     monkeypatch.setattr(launch.server, "start_server", lambda *a, **k: server)
@@ -58,6 +59,10 @@ def test_run_trial_stores_it_as_pruned_with_the_reason(monkeypatch, tmp_path) ->
     monkeypatch.setattr(objective, "spec_of", lambda _config, _ctx: None)
     monkeypatch.setattr(objective, "estimate_budget",
                         lambda *a, **k: SimpleNamespace(feasible=True, reasons=(), to_dict=lambda: {}))
+
+
+def test_run_trial_stores_it_as_pruned_with_the_reason(monkeypatch, tmp_path) -> None:
+    _stand_in_server(monkeypatch)
     got = {}
 
     def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
@@ -105,13 +110,7 @@ def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_pat
 def test_a_level_with_failed_requests_says_what_the_server_answered(monkeypatch, tmp_path) -> None:
     from tuner.measure import Level
 
-    server = SimpleNamespace(readback=None, startup_s=1.0, url="u", alive=lambda: True, stop=lambda: None,
-                             log_tail=lambda: "")
-    monkeypatch.setattr(launch.server, "start_server", lambda *a, **k: server)
-    monkeypatch.setattr(objective, "asdict", lambda _x: {})
-    monkeypatch.setattr(objective, "spec_of", lambda _config, _ctx: None)
-    monkeypatch.setattr(objective, "estimate_budget",
-                        lambda *a, **k: SimpleNamespace(feasible=True, reasons=(), to_dict=lambda: {}))
+    _stand_in_server(monkeypatch)
 
     def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
         on_level(Level("rate", 0.5, None, False, 0.3, 0.4, {"ttft_p95": None}, 3,
