@@ -32,11 +32,13 @@ from tuner.vllm_defaults import default_batch_limits
 
 MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
 # A trial is PRUNED after its saturation probe when the probe's throughput x this is below the best goodput
-# so far, and max_num_seqs is at most the probe's concurrency (the probe then keeps the server full, so its
-# throughput bounds what a Poisson load can complete). The probe's two waves of requests include ramp-up and
-# drain: in the committed studies such trials reached up to 1.83 x their probe's throughput (H200, 64
-# sequences), 1.08 x with 4-32 sequences. Such trials are slow to measure at their low rates: the a30-w4a16
-# study's two slowest (395 and 422 s; the others 171-373 s) had 4 sequences.
+# so far, and the sequences the server runs at once (max_num_seqs, or fewer when its KV cache holds fewer of
+# the workload's longest requests: running_capacity) are at most the probe's concurrency (the probe then keeps
+# the server full, so its throughput bounds what a Poisson load can complete). The probe's two waves of
+# requests include ramp-up and drain: in the committed studies such trials reached up to 1.83 x their probe's
+# throughput (H200, 64 sequences), 1.08 x with 4-32 sequences (probes of 128 at once then; now at most twice
+# what the server runs, MeasurePlan.fitted). Such trials are slow to measure at their low rates: the
+# a30-w4a16 study's two slowest (395 and 422 s; the others 171-373 s) had 4 sequences.
 HOPELESS_FACTOR = 3.0
 DEFAULT_GMU = 0.92  # vLLM 0.26 and 0.32 (EngineArgs), GPU and CPU alike
 
