@@ -17,12 +17,9 @@ unchanged (tuner.quant_cache); the cached measurements are re-judged with the cu
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,18 +28,15 @@ from typing import Any
 from tuner import quant_cache
 from tuner.errors import QuantizeError, UsageError
 from tuner.quant_gate import GateThresholds, QualityReport, judge
+from tuner.quant_interpreter import BACKENDS, check_backend, default_python, run_worker
 from tuner.quant_text import BUILTIN_VERSION, jsonl_texts
 
 __all__ = ["BACKENDS", "GateThresholds", "QualityGateError", "QualityReport", "QuantizeRecipe",
-           "QuantizeResult", "quantize"]
+           "QuantizeResult", "default_python", "quantize"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMES = {"w4a16": 4}  # scheme name -> weight bits (activations stay 16-bit)
-BACKENDS = ("llmcompressor", "autoawq")
 WORKER_VERSION = 1  # bump when the worker's output for the same inputs changes (part of the cache key)
-_PROGRESS = "slotune-quant: "
 _LOG = "slotune-quantize.log"
-_TAIL_LINES = 40
 
 
 @dataclass(frozen=True)
@@ -121,55 +115,6 @@ def _calibration(calib: str | None, samples: int, seed: int) -> tuple[list[str] 
     return texts[n_held:][:samples], texts[:n_held], quant_cache.file_hash(path)
 
 
-def _run_worker(python: str, job: dict[str, Any], log_path: Path,
-                on_progress: Callable[[str], None] | None) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="slotune-quant-") as tmp:
-        job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
-        job_file.write_text(json.dumps(job))
-        env = {**os.environ, "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1",
-               "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
-        cmd = [python, "-m", "tuner.quant_worker", "--job", str(job_file), "--result", str(result_file)]
-        tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
-        try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                    text=True, errors="replace", cwd=tmp)
-        except OSError as exc:
-            raise UsageError(f"cannot run the quantization interpreter {python}: {exc.strerror}") from None
-        assert proc.stdout is not None
-        with log_path.open("w") as log, proc:
-            try:
-                for line in proc.stdout:
-                    log.write(line)
-                    tail.append(line.rstrip("\n"))
-                    if line.startswith(_PROGRESS) and on_progress is not None:
-                        on_progress(line[len(_PROGRESS):].rstrip("\n"))
-            except BaseException:  # interrupted, or on_progress raised: the worker must not outlive us
-                proc.kill()
-                raise
-            code = proc.wait()
-        text = "\n".join(tail)
-        if code != 0 or not result_file.is_file():
-            if "No module named 'llmcompressor'" in text:
-                raise UsageError(f"{python} has no llm-compressor; run scripts/install-quantize.sh and pass "
-                                 "its interpreter (--quantize-python or SLOTUNE_QUANTIZE_PYTHON)")
-            raise QuantizeError(f"quantization worker exited with code {code} (full log: {log_path}); "
-                                f"last lines:\n{text}")
-        return json.loads(result_file.read_text())
-
-
-def _check_backend(backend: str, python: str) -> None:
-    if backend not in BACKENDS:
-        raise UsageError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
-    if not (shutil.which(python) or Path(python).is_file()):
-        raise UsageError(f"quantization interpreter {python} not found; run scripts/install-quantize.sh")
-    if backend == "autoawq":  # never a silent fallback to the other backend
-        probe = subprocess.run([python, "-c", "import awq"], capture_output=True, timeout=300)
-        if probe.returncode != 0:
-            raise UsageError(f"the autoawq backend is not installed in {python} (AutoAWQ is deprecated "
-                             "upstream): run 'bash scripts/install-quantize.sh --autoawq' and pass its "
-                             "interpreter, or use --backend llmcompressor (the default)")
-
-
 def _prepare_out(out_dir: Path) -> None:
     if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir())
                                                       and quant_cache.read_manifest(out_dir) is None)):
@@ -198,7 +143,7 @@ def quantize(model_dir: str | Path, out_dir: str | Path, *, python: str,
         raise UsageError(f"--samples {samples} must be >= 1")
     if damage not in (None, "packed", "scales"):
         raise ValueError(f"damage must be None, 'packed' or 'scales', not {damage!r}")
-    _check_backend(backend, python)
+    check_backend(backend, python)
     if backend == "autoawq" and recipe.symmetric:
         raise UsageError("the autoawq backend writes the zero-point (asymmetric) format only")
     _prepare_out(out_dir)
@@ -217,7 +162,7 @@ def quantize(model_dir: str | Path, out_dir: str | Path, *, python: str,
                "samples": samples, "max_seq_len": recipe.max_seq_len, "held_out": recipe.held_out,
                "seed": recipe.seed, "damage": damage, "backend": backend}
         try:
-            measured = _run_worker(python, job, staging / _LOG, on_progress)
+            measured = run_worker(python, job, staging / _LOG, on_progress)
         except BaseException:
             log = staging / _LOG
             if log.is_file():  # keep the log of a failed run next to the output
@@ -240,20 +185,3 @@ def quantize(model_dir: str | Path, out_dir: str | Path, *, python: str,
                                "Inspect it, loosen the thresholds, or accept it with --no-gate (gate=False)",
                                result)
     return result
-
-
-def default_python(backend: str = "llmcompressor") -> str | None:
-    """``$SLOTUNE_QUANTIZE_PYTHON``, else ``.venv-quant/bin/python`` in the repo or the current dir.
-
-    For the autoawq backend: ``$SLOTUNE_AUTOAWQ_PYTHON``, else ``.venv-awq/bin/python``.
-    """
-    var, venv = ("SLOTUNE_AUTOAWQ_PYTHON", ".venv-awq") if backend == "autoawq" else \
-        ("SLOTUNE_QUANTIZE_PYTHON", ".venv-quant")
-    env = os.environ.get(var)
-    if env:
-        return env
-    for root in (REPO_ROOT, Path.cwd()):
-        candidate = root / venv / "bin" / "python"
-        if candidate.exists():
-            return str(candidate)
-    return None

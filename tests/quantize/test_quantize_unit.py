@@ -116,7 +116,7 @@ def test_refuses_to_overwrite_a_foreign_directory(tmp_path: Path) -> None:
 def test_cli_without_interpreter_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("SLOTUNE_QUANTIZE_PYTHON", raising=False)
-    monkeypatch.setattr("tuner.quantize.REPO_ROOT", tmp_path)
+    monkeypatch.setattr("tuner.quant_interpreter.REPO_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
     assert main(["quantize", "--model", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
@@ -141,7 +141,7 @@ def test_cli_help_says_autoawq_is_deprecated(capsys: pytest.CaptureFixture[str])
 def test_cli_autoawq_without_interpreter_names_the_install_flag(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("SLOTUNE_AUTOAWQ_PYTHON", raising=False)
-    monkeypatch.setattr("tuner.quantize.REPO_ROOT", tmp_path)
+    monkeypatch.setattr("tuner.quant_interpreter.REPO_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
     model = _model(tmp_path / "m", b"\x00")
     code = main(["quantize", "--model", str(model), "--out", str(tmp_path / "o"), "--backend", "autoawq"])

@@ -1,0 +1,94 @@
+"""The quantization interpreter: finding it, checking it has the backend, running the worker under it.
+
+llm-compressor (and AutoAWQ) pin other compressed-tensors versions than vLLM, so quantization runs in an
+interpreter of its own (scripts/install-quantize.sh) as ``python -m tuner.quant_worker`` with this
+repository on PYTHONPATH. ``run_worker`` relays the worker's progress lines, keeps its whole log and never
+lets it outlive an interruption; tuner.quantize decides what to run and judges the result.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tuner.errors import QuantizeError, UsageError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BACKENDS = ("llmcompressor", "autoawq")
+_PROGRESS = "slotune-quant: "
+_TAIL_LINES = 40
+
+
+def run_worker(python: str, job: dict[str, Any], log_path: Path,
+               on_progress: Callable[[str], None] | None) -> dict[str, Any]:
+    """Run the worker on ``job`` under ``python``; its log goes to ``log_path``; returns its result."""
+    with tempfile.TemporaryDirectory(prefix="slotune-quant-") as tmp:
+        job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
+        job_file.write_text(json.dumps(job))
+        env = {**os.environ, "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1",
+               "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+        cmd = [python, "-m", "tuner.quant_worker", "--job", str(job_file), "--result", str(result_file)]
+        tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                                    text=True, errors="replace", cwd=tmp)
+        except OSError as exc:
+            raise UsageError(f"cannot run the quantization interpreter {python}: {exc.strerror}") from None
+        assert proc.stdout is not None
+        with log_path.open("w") as log, proc:
+            try:
+                for line in proc.stdout:
+                    log.write(line)
+                    tail.append(line.rstrip("\n"))
+                    if line.startswith(_PROGRESS) and on_progress is not None:
+                        on_progress(line[len(_PROGRESS):].rstrip("\n"))
+            except BaseException:  # interrupted, or on_progress raised: the worker must not outlive us
+                proc.kill()
+                raise
+            code = proc.wait()
+        text = "\n".join(tail)
+        if code != 0 or not result_file.is_file():
+            if "No module named 'llmcompressor'" in text:
+                raise UsageError(f"{python} has no llm-compressor; run scripts/install-quantize.sh and pass "
+                                 "its interpreter (--quantize-python or SLOTUNE_QUANTIZE_PYTHON)")
+            raise QuantizeError(f"quantization worker exited with code {code} (full log: {log_path}); "
+                                f"last lines:\n{text}")
+        return json.loads(result_file.read_text())
+
+
+def check_backend(backend: str, python: str) -> None:
+    """UsageError unless ``python`` exists and (for autoawq) imports the backend: never a silent fallback."""
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
+    if not (shutil.which(python) or Path(python).is_file()):
+        raise UsageError(f"quantization interpreter {python} not found; run scripts/install-quantize.sh")
+    if backend == "autoawq":  # never a silent fallback to the other backend
+        probe = subprocess.run([python, "-c", "import awq"], capture_output=True, timeout=300)
+        if probe.returncode != 0:
+            raise UsageError(f"the autoawq backend is not installed in {python} (AutoAWQ is deprecated "
+                             "upstream): run 'bash scripts/install-quantize.sh --autoawq' and pass its "
+                             "interpreter, or use --backend llmcompressor (the default)")
+
+
+def default_python(backend: str = "llmcompressor") -> str | None:
+    """``$SLOTUNE_QUANTIZE_PYTHON``, else ``.venv-quant/bin/python`` in the repo or the current dir.
+
+    For the autoawq backend: ``$SLOTUNE_AUTOAWQ_PYTHON``, else ``.venv-awq/bin/python``.
+    """
+    var, venv = ("SLOTUNE_AUTOAWQ_PYTHON", ".venv-awq") if backend == "autoawq" else \
+        ("SLOTUNE_QUANTIZE_PYTHON", ".venv-quant")
+    env = os.environ.get(var)
+    if env:
+        return env
+    for root in (REPO_ROOT, Path.cwd()):
+        candidate = root / venv / "bin" / "python"
+        if candidate.exists():
+            return str(candidate)
+    return None
