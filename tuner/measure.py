@@ -85,6 +85,11 @@ class Level:
     failures: dict[str, int] = field(default_factory=dict)  # failed requests by reason
     failure_example: str | None = None  # the first failed request's reason and what the server said
 
+    @property
+    def errors(self) -> dict[str, int]:
+        """Failed requests by reason, less those cancelled because the level was already lost."""
+        return {k: v for k, v in self.failures.items() if k != ABANDONED}
+
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "rate": self.rate, "concurrency": self.concurrency, "slo_met": self.slo_met,
                 "goodput_req_s": self.goodput_req_s, "throughput_req_s": self.throughput_req_s,

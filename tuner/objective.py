@@ -18,7 +18,6 @@ from typing import Any
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
-from loadtest.records import ABANDONED
 from loadtest.report import LATE_GENERATOR_MS, LoadReport
 from loadtest.runner import LoadSpec, run_load
 from loadtest.slo import SLO
@@ -188,7 +187,7 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
         lag = level.schedule_lag_p95_ms or 0.0
         behind = (f"; load generator behind schedule (p95 {lag:.0f} ms, counted in TTFT)"
                   if lag >= LATE_GENERATOR_MS else "")
-        failed = {k: v for k, v in level.failures.items() if k != ABANDONED}
+        failed = level.errors
         errors = (f"; {sum(failed.values())} request(s) failed ({', '.join(f'{k}: {v}' for k, v in failed.items())}"
                   f"; first: {level.failure_example})" if failed else "")
         progress(f"{what}: {'met' if level.slo_met else 'missed'} ({vals}) goodput {level.goodput_req_s:.2f}/s"
