@@ -189,7 +189,7 @@ def remeasure(contenders: dict[str, object], n: int, ctx: object, path: Path) ->
     each measurement is appended to ``path`` as it lands; print mean and range."""
     from tuner.confirm import remeasure as round_robin
 
-    def measure(k: int, name: str, config: object) -> object:
+    def measure(k: int, name: str, config: object, _device: object) -> object:  # the GPU: CUDA_VISIBLE_DEVICES
         res = run_trial(2000 + k, config, False, ctx, lambda m: print(f"[{name}] {m}", flush=True))
         with path.open("a") as f:
             f.write(json.dumps({"name": name, "k": k,

@@ -3,15 +3,18 @@
 One capacity search per configuration is one noisy sample, and the best of many noisy samples is biased
 upwards (the winner's curse). After the search, the best configuration and its rival — vLLM's defaults,
 or the runner-up when the defaults won — are each measured N more times, alternating which goes first so
-that drift hits both alike. Only these fresh measurements enter the means; the gain on the means is what
-the report states beside the search's own figure.
+that drift hits both alike. On a host with several GPUs (``--devices``) the two are measured at once, on
+different GPUs, swapping GPUs each round. Only these fresh measurements enter the means; the gain on the
+means is what the report states beside the search's own figure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from launch.config import ServeConfig
 from tuner.outputs import Summary
@@ -74,31 +77,73 @@ def rival_of(summary: Summary) -> TrialResult | None:
 
 
 def remeasure(contenders: dict[str, ServeConfig], rounds: int,
-              measure: Callable[[int, str, ServeConfig], TrialResult],
-              progress: Callable[[str], None] = lambda _m: None) -> dict[str, tuple[float, ...]]:
+              measure: Callable[[int, str, ServeConfig, str | None], TrialResult],
+              progress: Callable[[str], None] = lambda _m: None,
+              devices: Sequence[str | None] = (None,)) -> dict[str, tuple[float, ...]]:
     """Measure every contender ``rounds`` times, round-robin, reversing the order each round so drift hits
-    all alike. ``measure(k, name, config)`` runs one fresh trial (k numbers them). Goodput per measurement,
-    0 where the SLO held at no load."""
+    all alike. ``measure(k, name, config, device)`` runs one fresh trial (k numbers them). Goodput per
+    measurement, 0 where the SLO held at no load.
+
+    With several ``devices`` (GPUs of one host) a round's contenders are measured at once, the i-th of the
+    round's order on the i-th device: reversing the order each round also swaps the GPUs, so with two
+    contenders on two GPUs each is measured on each GPU in every pair of rounds."""
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
+    if not devices:
+        raise ValueError("devices must name at least one device (None: the default one)")
     got: dict[str, list[float]] = {name: [] for name in contenders}
     names = list(contenders)
     k = 0
     for i in range(rounds):
-        for name in names if i % 2 == 0 else names[::-1]:
-            res = measure(k, name, contenders[name])
-            k += 1
-            got[name].append(res.goodput_req_s if res.slo_met else 0.0)
-            progress(f"re-measure round {i + 1}/{rounds}: {name} {got[name][-1]:.3f} req/s"
-                     + ("" if res.slo_met else f" ({res.state}: {res.fail_reason})"))
+        order = names if i % 2 == 0 else names[::-1]
+        for start in range(0, len(order), len(devices)):
+            chunk = order[start:start + len(devices)]  # the last may be shorter than the device list
+            batch = [(k + j, name, devices[j]) for j, name in enumerate(chunk)]
+            k += len(batch)
+            results = _all_at_once([functools.partial(measure, kk, n, contenders[n], d) for kk, n, d in batch])
+            for (_, name, device), res in zip(batch, results, strict=True):
+                got[name].append(res.goodput_req_s if res.slo_met else 0.0)
+                where = "" if device is None else f" on device {device}"
+                progress(f"re-measure round {i + 1}/{rounds}: {name}{where} {got[name][-1]:.3f} req/s"
+                         + ("" if res.slo_met else f" ({res.state}: {res.fail_reason})"))
     return {name: tuple(v) for name, v in got.items()}
 
 
+def _all_at_once(jobs: list[Callable[[], TrialResult]]) -> list[TrialResult]:
+    """Run the jobs at once and return their results in order. The first runs in this thread, so Ctrl-C
+    reaches its trial directly and is raised at once; the servers of the other jobs die with the tuner
+    (launch.watchdog). A job that raises in another thread (a bug) is raised here once all have ended."""
+    if len(jobs) == 1:
+        return [jobs[0]()]
+    results: list[TrialResult | None] = [None] * len(jobs)
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            results[i] = jobs[i]()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True, name=f"confirm-{i}")
+               for i in range(1, len(jobs))]
+    for t in threads:
+        t.start()
+    results[0] = jobs[0]()
+    for t in threads:
+        while t.is_alive():
+            t.join(timeout=0.5)
+    if errors:
+        raise errors[0]
+    return cast(list[TrialResult], results)
+
+
 def confirm(best: TrialResult, rival: TrialResult, rounds: int,
-            measure: Callable[[int, ServeConfig], TrialResult],
-            progress: Callable[[str], None] = lambda _m: None) -> Confirmation:
-    """``measure(k, config)`` runs one fresh trial (k numbers them); alternates who goes first."""
+            measure: Callable[[int, ServeConfig, str | None], TrialResult],
+            progress: Callable[[str], None] = lambda _m: None,
+            devices: Sequence[str | None] = (None,)) -> Confirmation:
+    """``measure(k, config, device)`` runs one fresh trial (k numbers them); alternates who goes first (and,
+    with two devices, who runs on which)."""
     got = remeasure({f"best (trial {best.number})": best.config, f"rival (trial {rival.number})": rival.config},
-                    rounds, lambda k, _name, config: measure(k, config), progress)
+                    rounds, lambda k, _name, config, device: measure(k, config, device), progress, devices)
     best_g, rival_g = got.values()
     return Confirmation(best.number, rival.number, rival.is_baseline, best_g, rival_g)

@@ -163,7 +163,7 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
         devices = [d for d in devices for _ in (0, 1)]
     ran = run_study(study, s.trials, run_one, after_each, devices=devices, time_budget_s=s.time_budget)
     summary = write_all(study)
-    confirmation = _confirm(summary, s.confirm, tctx, progress, devices[0]) if s.confirm else None
+    confirmation = _confirm(summary, s.confirm, tctx, progress, s.device_list()) if s.confirm else None
     if confirmation is not None:
         meta["confirmation"] = confirmation.to_dict()
         meta["notes"] = [*meta["notes"], confirmation.line()]
@@ -172,7 +172,7 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
 
 
 def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progress,
-             device: str | None) -> Any:
+             devices: list[str | None]) -> Any:
     from tuner.confirm import confirm, rival_of
 
     rival = rival_of(summary)
@@ -182,10 +182,10 @@ def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progre
 
     full = replace(tctx, best_goodput=lambda: None)  # re-measurements are never cut short
 
-    def measure(k: int, config: ServeConfig) -> TrialResult:
+    def measure(k: int, config: ServeConfig, device: str | None) -> TrialResult:
         return run_trial(9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"),
                          device=device)
 
-    result = confirm(summary.best, rival, rounds, measure, progress.say)
+    result = confirm(summary.best, rival, rounds, measure, progress.say, devices)
     progress.say(result.line())
     return result

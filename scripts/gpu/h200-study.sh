@@ -9,6 +9,8 @@
 # The study resumes from results/h200-llama-3-8b-<target>/ when it is there, so work spreads over calls.
 # DEVICES=0,1 (on a two-H200 host): one trial per GPU at a time (--devices), twice that with a30's overlapped startups.
 # WORKLOAD=longdoc (a profiles/workloads name; default chat): results go to ...-<target>-<workload> then.
+# CONFIRM=N: then tune's --confirm N (the best and its rival re-measured on fresh servers; with DEVICES=0,1 both
+#      at once, one per GPU). TRIALS no more than the study's finished trials confirms without searching further.
 set -euo pipefail
 target="${1:?usage: h200-study.sh a30|h200|a30-w4a16|h200-w4a16 TRIALS TIME_BUDGET_S HARD_LIMIT_S}"
 gpu="${target%-w4a16}"
@@ -25,6 +27,7 @@ args=(--model "$model" --load-format dummy --workload "$workload" --slo "ttft_p9
       --trials "$trials" --out "$out" --time-budget "$budget" --level-seconds 8)
 [ -f "$out/study.db" ] && args+=(--resume)
 [ -n "${DEVICES:-}" ] && args+=(--devices "$DEVICES")
+[ -n "${CONFIRM:-}" ] && args+=(--confirm "$CONFIRM")
 if [ "$gpu" != "$target" ]; then
   w4a16_model
   args+=(--quantized-model "$model-w4a16")
@@ -50,7 +53,7 @@ if [ -n "${OUT:-}" ]; then
     [ -f "$out/$f" ] && cp "$out/$f" "$keep/"
   done
   # tune.log and memory-lines.txt keep the earlier calls' lines (committed in $out), this call's under a header
-  header="### H200 call of $(date -u +%Y-%m-%dT%H:%MZ) (${DEVICES:+DEVICES=$DEVICES }${WORKLOAD:+WORKLOAD=$WORKLOAD }h200-study.sh $*; tune exit code $rc)"
+  header="### H200 call of $(date -u +%Y-%m-%dT%H:%MZ) (${DEVICES:+DEVICES=$DEVICES }${WORKLOAD:+WORKLOAD=$WORKLOAD }${CONFIRM:+CONFIRM=$CONFIRM }h200-study.sh $*; tune exit code $rc)"
   { [ -f "$out/tune.log" ] && cat "$out/tune.log"; echo "$header"; tail -c 2000000 "/tmp/tune-$name.log"; } \
     > "$keep/tune.log"
   # the startup memory lines of this call's trials (logs newer than its start): the budget's calibration data

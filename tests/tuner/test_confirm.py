@@ -6,6 +6,8 @@ here ``measure`` is a stand-in that returns scripted goodputs, so the bookkeepin
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from launch.config import ServeConfig
@@ -40,7 +42,8 @@ def test_alternates_who_goes_first_and_averages_fresh_measurements_only():
     script = {64: iter([8.0, 9.0, 7.0]), None: iter([6.0, 0.0, 5.0])}  # 0.0: the SLO held at no load once
     calls = []
 
-    def measure(k, config):
+    def measure(k, config, device):
+        assert device is None  # one device: the default one
         calls.append((k, config.max_num_seqs))
         g = next(script[config.max_num_seqs])
         return TrialResult(100 + k, COMPLETE, False, config, slo_met=g > 0, goodput_req_s=g)
@@ -54,13 +57,42 @@ def test_alternates_who_goes_first_and_averages_fresh_measurements_only():
     assert c.to_dict()["rival_goodput_req_s"] == [6.0, 0.0, 5.0]
 
 
+def test_on_two_devices_both_are_measured_at_once_and_swap_gpus_each_round():
+    best, rival = trial(3, 10.0, seqs=64), trial(0, 6.0, baseline=True)
+    both_running = threading.Barrier(2, timeout=10)  # broken (an error) unless the two measurements overlap
+    calls, lock = [], threading.Lock()
+
+    def measure(k, config, device):
+        both_running.wait()
+        with lock:
+            calls.append((k, config.max_num_seqs, device))
+        g = 8.0 if config.max_num_seqs == 64 else 5.0
+        return TrialResult(100 + k, COMPLETE, False, config, slo_met=True, goodput_req_s=g + k)
+
+    lines = []
+    c = confirm(best, rival, 2, measure, lines.append, devices=["0", "1"])
+    assert sorted(calls) == [(0, 64, "0"), (1, None, "1"), (2, None, "0"), (3, 64, "1")]
+    assert c.best_goodput == (8.0, 11.0) and c.rival_goodput == (6.0, 7.0)
+    assert "re-measure round 2/2: best (trial 3) on device 1 11.000 req/s" in lines
+
+
+def test_a_bug_in_one_parallel_measurement_is_raised_not_swallowed():
+    def measure(k, config, device):
+        if device == "1":
+            raise RuntimeError("bug on device 1")
+        return TrialResult(k, COMPLETE, False, config, slo_met=True, goodput_req_s=1.0)
+
+    with pytest.raises(RuntimeError, match="bug on device 1"):
+        confirm(trial(1, 4.0, seqs=8), trial(0, 3.0, baseline=True), 1, measure, devices=["0", "1"])
+
+
 def test_a_rival_that_never_holds_the_slo_gives_no_gain_figure():
     c = confirm(trial(1, 4.0, seqs=8), trial(0, 3.0, baseline=True), 1,
-                lambda k, cfg: TrialResult(k, COMPLETE, False, cfg, slo_met=cfg.max_num_seqs == 8,
+                lambda k, cfg, _d: TrialResult(k, COMPLETE, False, cfg, slo_met=cfg.max_num_seqs == 8,
                                            goodput_req_s=4.0 if cfg.max_num_seqs == 8 else 0.0))
     assert c.rival_goodput == (0.0,) and c.gain_on_means is None and "gain on the means n/a" in c.line()
     with pytest.raises(ValueError):
-        confirm(trial(1, 4.0), trial(0, 3.0, baseline=True), 0, lambda k, cfg: None)
+        confirm(trial(1, 4.0), trial(0, 3.0, baseline=True), 0, lambda k, cfg, _d: None)
 
 
 def test_the_final_lines_say_when_the_confirmation_contradicts_the_search(tmp_path, capsys):
