@@ -14,6 +14,7 @@ from typing import Any
 import optuna
 
 from launch.config import ServeConfig
+from tuner.deadline import MeasureDeadline
 from tuner.inputs import Inputs, measure_plan
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
 from tuner.outputs import Summary, summarize, write_outputs
@@ -128,7 +129,8 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
     enqueue_first(study, warm_start or [], baseline=True)
     # the best goodput so far, for cutting a hopeless trial short after its probe (tuner.objective)
     best_now: list[float | None] = [summarize(results_of(study)).best_goodput]
-    tctx = replace(trial_context(inp, out / "logs"), best_goodput=lambda: best_now[0])
+    tctx = replace(trial_context(inp, out / "logs"), best_goodput=lambda: best_now[0],
+                   deadline=MeasureDeadline(s.time_budget) if s.time_budget else None)
 
     def run_one(trial: optuna.Trial, device: str | None) -> TrialResult:
         baseline = bool(trial.user_attrs.get("is_baseline"))
@@ -180,7 +182,8 @@ def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progre
         progress.say("--confirm: nothing to confirm (fewer than two configurations to compare)")
         return None
 
-    full = replace(tctx, best_goodput=lambda: None)  # re-measurements are never cut short
+    # re-measurements are never cut short, and come after the search's time budget
+    full = replace(tctx, best_goodput=lambda: None, deadline=None)
 
     def measure(k: int, config: ServeConfig, device: str | None) -> TrialResult:
         return run_trial(9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"),

@@ -47,7 +47,8 @@ FIELDS: dict[str, Field] = {
     "output_tokens": Field(int, "fix every request's output length (max_tokens + ignore_eos)"),
     "startup_timeout": Field(float, "seconds to wait for a vLLM server to become healthy", 900.0),
     "time_budget": Field(float, "seconds for this run: no new trial starts when a typical (median) trial would "
-                                "overrun it (the study stays resumable)"),
+                                "overrun it, and a started trial whose measurement would is given up (the study "
+                                "stays resumable)"),
     "confirm": Field(int, "after the search, measure the best config and its rival (vLLM's defaults, else the "
                           "runner-up) N more times each with fresh servers; report the gain on the means", 0),
     "overlap_startup": Field(bool, "start the next trial's server while the current one is measured (only one "

@@ -18,6 +18,7 @@ from typing import Any
 import optuna
 from optuna.storages._heartbeat import get_heartbeat_thread  # what Study.optimize uses
 
+from tuner.deadline import OverBudget
 from tuner.errors import UsageError
 from tuner.trial_result import FAIL, PRUNED, TrialResult
 
@@ -102,7 +103,8 @@ def run_study(
     ``devices`` holds one entry per concurrent worker (a GPU index, or the same one twice when startups
     overlap). Trials are asked for one at a time under a lock: with several threads on one SQLite study,
     Optuna can hand the same enqueued trial (the baseline) to two of them. With ``time_budget_s`` no new
-    trial starts once a typical (median) trial would overrun it. Interrupted trials are stored as FAIL."""
+    trial starts once a typical (median) trial would overrun it, and a trial that raises OverBudget (its
+    measurement would overrun it: tuner.deadline) is given up. Interrupted trials are stored as FAIL."""
     if total_trials - len(finished(study)) <= 0:
         return 0
     ask_lock, tell_lock = threading.Lock(), threading.Lock()
@@ -145,12 +147,26 @@ def run_study(
                             time_budget_s)
                 stop.set()
 
+    def give_up(trial: optuna.Trial, why: str) -> None:
+        """A trial whose measurement would overrun the time budget: stored as interrupted (not counted)."""
+        stop.set()
+        with tell_lock:
+            in_flight.pop(trial.number, None)
+            trial.set_user_attr("interrupted", True)
+            trial.set_user_attr("given_up", why)
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        log.warning("trial %d given up: %s", trial.number, why)
+
     def worker(device: str | None) -> None:
         while (trial := next_trial()) is not None:
             started = time.monotonic()
-            # the heartbeat Study.optimize would keep: a killed tuner's trials turn FAIL on resume
-            with get_heartbeat_thread(trial._trial_id, study._storage):
-                result = run_one(trial, device)
+            try:
+                # the heartbeat Study.optimize would keep: a killed tuner's trials turn FAIL on resume
+                with get_heartbeat_thread(trial._trial_id, study._storage):
+                    result = run_one(trial, device)
+            except OverBudget as over:
+                give_up(trial, str(over))
+                return
             tell(trial, result, time.monotonic() - started)
 
     workers = devices or [None]

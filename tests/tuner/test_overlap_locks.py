@@ -11,10 +11,13 @@ import threading
 import time
 from types import SimpleNamespace
 
+import pytest
+
 import launch.server
 import tuner.objective as objective
 from launch.config import ServeConfig
 from launch.readback import ReadBack
+from tuner.deadline import MeasureDeadline, OverBudget
 from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, MeasurePlan
 from tuner.objective import TrialContext, run_trial
@@ -22,7 +25,8 @@ from tuner.objective import TrialContext, run_trial
 STARTUP_S, MEASURE_S = 0.3, 0.1
 
 
-def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path):
+def stand_ins(monkeypatch, tmp_path, **ctx_fields) -> tuple[TrialContext, list[tuple[float, str, str]]]:
+    """Stand-in servers and measurements that record (time, trial, what) events; the context of one device."""
     events: list[tuple[float, str, str]] = []  # (time, trial, what)
     lock = threading.Lock()
 
@@ -55,6 +59,7 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
         return FakeServer(name)
 
     def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
+        note(f"trial-{number:03d}", "measure")
         time.sleep(MEASURE_S)
         return CapacityResult(1.0, None, None, None, ())
 
@@ -67,7 +72,12 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
     monkeypatch.setattr(objective, "asdict", lambda _x: {})
     ctx = TrialContext(spec=None, gpu=GPUProfile.load("h200"), slos=(), workload=None,
                        plan=MeasurePlan(warmup_requests=0), python="python", log_dir=tmp_path,
-                       start_locks={"0": threading.Lock()}, measure_locks={"0": threading.Lock()})
+                       start_locks={"0": threading.Lock()}, measure_locks={"0": threading.Lock()}, **ctx_fields)
+    return ctx, events
+
+
+def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path):
+    ctx, events = stand_ins(monkeypatch, tmp_path)
     results = []
 
     def trial(n: int) -> None:
@@ -80,6 +90,8 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
         t.join(timeout=10)
     starting: set[str] = set()
     for _, trial, what in sorted(events):
+        if what == "measure":
+            continue
         if what == "start-begin":
             assert not starting, f"{trial} started while {starting} was starting"
             starting.add(trial)
@@ -89,3 +101,30 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
             assert not starting, f"{trial} stopped while {starting} was starting"
     assert [w for _, _, w in events].count("stop") == 3
     assert sorted(r.state for r in results) == ["COMPLETE"] * 3  # every trial ran to its end
+
+
+def test_a_trial_whose_measurement_would_overrun_the_time_budget_is_given_up_with_its_server_stopped(
+        monkeypatch, tmp_path):
+    now = [0.0]
+    ctx, events = stand_ins(monkeypatch, tmp_path, deadline=MeasureDeadline(600.0, clock=lambda: now[0]))
+    measured: list[int] = []
+
+    def measure_200s(url, config, ctx, number, *_a, **_k):  # a measurement takes 200 s by the deadline's clock
+        measured.append(number)
+        now[0] += 200.0
+        return CapacityResult(1.0, None, None, None, ())
+
+    monkeypatch.setattr(objective, "_measure", measure_200s)
+    said: list[str] = []
+    cfg = ServeConfig(model="/m", max_num_seqs=8)
+    # the first measurement is never given up (nothing says yet what one takes), even with too little left
+    now[0] = 500.0
+    assert run_trial(1, cfg, False, ctx, said.append, device="0").state == "COMPLETE"
+    now[0] = 450.0  # 150 s of the budget left, a measurement took 200 s
+    with pytest.raises(OverBudget, match="150 s left, a measurement takes 200 s"):
+        run_trial(2, cfg, False, ctx, said.append, device="0")
+    assert [w for _, t, w in events if t == "trial-002"] == ["start-begin", "start-end", "stop"]
+    assert measured == [1] and "given up before measuring" in said[-1]
+    now[0] = 100.0  # 500 s left: it measures
+    assert run_trial(3, cfg, False, ctx, device="0").state == "COMPLETE"
+    assert measured == [1, 3]

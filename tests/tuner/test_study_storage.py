@@ -130,6 +130,24 @@ def test_time_budget_stops_new_trials_but_keeps_finished_ones(tmp_path):
     assert ran == 1 and len(finished(study)) == 1  # 0.3 s elapsed + 0.3 s mean > 0.5 s: no second trial
 
 
+def test_a_trial_given_up_over_the_time_budget_is_not_counted_and_no_new_trial_starts(tmp_path):
+    from tuner.deadline import OverBudget
+
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+
+    def second_gives_up(trial, device):
+        if trial.number == 1:
+            raise OverBudget("time budget: 10 s left, a measurement takes 200 s here")
+        return fake_run_one(trial, device)
+
+    assert run_study(study, 5, second_gives_up, lambda st: None) == 2  # trial 0 ran, trial 1 gave up, then none
+    given_up = study.trials[1]
+    assert given_up.state.name == "FAIL" and given_up.user_attrs["interrupted"] is True
+    assert "10 s left" in given_up.user_attrs["given_up"]
+    assert len(finished(study)) == 1 and [r.number for r in results_of(study)] == [0]
+    assert run_study(study, 3, fake_run_one, lambda st: None) == 2  # a resume runs two in its place
+
+
 def test_a_resumed_study_does_not_replay_the_first_calls_random_draws(tmp_path):
     """Seen on the H200: the first trial after a resume was the study's first sampled trial again."""
     url = f"sqlite:///{tmp_path}/study.db"
