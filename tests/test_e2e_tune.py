@@ -69,6 +69,24 @@ def test_slice_writes_the_contracted_files(study):
     assert logs and "[slotune-watchdog] server niceness +10" in logs[0].read_text()
 
 
+def test_a_resumed_study_keeps_its_confirmation(study, vllm_python, tmp_path):
+    """The --confirm measurements live in the study, so a resume (here: nothing left to run) rewrites best.json
+    with them instead of dropping them (as happened on the H200 before they were kept there)."""
+    model, out, proc, env = study
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = tmp_path / "study"
+    shutil.copytree(out, again, ignore=shutil.ignore_patterns("logs"))
+    first = json.loads((again / "best.json").read_text())["confirmation"]
+    resumed = tune_cli("--model", str(model), "--gpu", "cpu", "--slo", "ttft_p95=2s", "--workload", "chat",
+                       "--trials", "3", "--resume", "--out", str(again), "--vllm-python", vllm_python, env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "[trial 3]" not in resumed.stderr  # no trial ran
+    best = json.loads((again / "best.json").read_text())
+    assert best["confirmation"] == first and len(best["confirmations"]) == 1
+    assert best["confirmations"][0]["best_goodput_req_s"] == first["best_goodput_req_s"]
+    assert "Confirmed with fresh servers" in resumed.stdout and "note: that gain rests" not in resumed.stdout
+
+
 def test_launch_script_serves(study):
     model, out, proc, env = study
     with socket.socket() as s:

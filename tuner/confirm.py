@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -28,6 +28,7 @@ class Confirmation:
     rival_is_baseline: bool
     best_goodput: tuple[float, ...]  # req/s per fresh measurement; 0 where the SLO held at no load
     rival_goodput: tuple[float, ...]
+    calls: int = 1  # how many --confirm calls (tune runs of a resumed study) measured these
 
     @staticmethod
     def _mean(values: tuple[float, ...]) -> float:
@@ -54,7 +55,8 @@ class Confirmation:
             return f"{self._mean(v):.3f} req/s (min {min(v):.3f}, max {max(v):.3f}, n={len(v)})"
 
         gain = "n/a" if self.gain_on_means is None else f"{self.gain_on_means * 100:+.0f}%"
-        return (f"Confirmed with fresh servers: best (trial {self.best_trial}) {spread(self.best_goodput)}; "
+        calls = f" ({self.calls} --confirm runs)" if self.calls > 1 else ""
+        return (f"Confirmed with fresh servers{calls}: best (trial {self.best_trial}) {spread(self.best_goodput)}; "
                 f"{self.rival_name} (trial {self.rival_trial}) {spread(self.rival_goodput)}; "
                 f"gain on the means {gain}")
 
@@ -62,7 +64,42 @@ class Confirmation:
         return {"best_trial": self.best_trial, "rival_trial": self.rival_trial,
                 "rival_is_baseline": self.rival_is_baseline, "best_goodput_req_s": list(self.best_goodput),
                 "rival_goodput_req_s": list(self.rival_goodput), "best_mean_req_s": self.best_mean,
-                "rival_mean_req_s": self.rival_mean, "gain_on_means": self.gain_on_means}
+                "rival_mean_req_s": self.rival_mean, "gain_on_means": self.gain_on_means, "calls": self.calls}
+
+
+STUDY_ATTR = "confirmations"  # the study's user attribute: every --confirm run's fresh measurements, kept
+
+
+def current_confirmation(entries: Sequence[Mapping[str, Any]], summary: Summary) -> Confirmation | None:
+    """The stored runs (``entries``, each a Confirmation.to_dict()) that re-measured the study's current best
+    against its current rival, merged: a resumed study adds rounds instead of replacing them."""
+    rival = rival_of(summary)
+    if summary.best is None or rival is None:
+        return None
+    mine = [e for e in entries if e["best_trial"] == summary.best.number and e["rival_trial"] == rival.number]
+    if not mine:
+        return None
+    return Confirmation(summary.best.number, rival.number, rival.is_baseline,
+                        tuple(g for e in mine for g in e["best_goodput_req_s"]),
+                        tuple(g for e in mine for g in e["rival_goodput_req_s"]), calls=len(mine))
+
+
+def with_confirmations(meta: dict[str, Any], entries: Sequence[Mapping[str, Any]],
+                       summary: Summary) -> tuple[dict[str, Any], Confirmation | None]:
+    """best.json's metadata with the study's confirmations: all runs (``confirmations``), and those of the
+    current best and rival merged (``confirmation`` and a note); when the best has changed since, a note says
+    it is not confirmed. Unchanged without stored runs."""
+    if not entries:
+        return meta, None
+    current = current_confirmation(entries, summary)
+    out = {**meta, "confirmations": [dict(e) for e in entries]}
+    if current is not None:
+        out["confirmation"] = current.to_dict()
+        out["notes"] = [*meta["notes"], current.line()]
+    else:
+        out["notes"] = [*meta["notes"], "--confirm re-measured other configurations than the current best and its "
+                        "rival (best.json: confirmations); the current best is not confirmed."]
+    return out, current
 
 
 def rival_of(summary: Summary) -> TrialResult | None:

@@ -14,6 +14,7 @@ from typing import Any
 import optuna
 
 from launch.config import ServeConfig
+from tuner.confirm import STUDY_ATTR, Confirmation, confirm, rival_of, with_confirmations
 from tuner.deadline import MeasureDeadline
 from tuner.inputs import Inputs, measure_plan
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
@@ -29,7 +30,7 @@ class TuneOutcome:
     out: Path
     summary: Summary
     trials_run: int
-    confirmation: Any = None  # tuner.confirm.Confirmation with --confirm
+    confirmation: Any = None  # tuner.confirm.Confirmation: the study's --confirm runs of its current best
 
     @property
     def exit_code(self) -> int:
@@ -156,7 +157,9 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
         def report(path: Path, results: list[TrialResult], summary: Summary, m: dict[str, Any]) -> None:
             write_report(path, results, summary, m, importances(st))
 
-        return write_outputs(out, results_of(st), meta, script, report)
+        results = results_of(st)
+        m, _ = with_confirmations(meta, st.user_attrs.get(STUDY_ATTR, []), summarize(results))
+        return write_outputs(out, results, m, script, report)
 
     devices = s.device_list()
     if s.overlap_startup:  # two trials per device: one starting while the other is measured
@@ -165,18 +168,18 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
         devices = [d for d in devices for _ in (0, 1)]
     ran = run_study(study, s.trials, run_one, after_each, devices=devices, time_budget_s=s.time_budget)
     summary = write_all(study)
-    confirmation = _confirm(summary, s.confirm, tctx, progress, s.device_list()) if s.confirm else None
-    if confirmation is not None:
-        meta["confirmation"] = confirmation.to_dict()
-        meta["notes"] = [*meta["notes"], confirmation.line()]
+    fresh = _confirm(summary, s.confirm, tctx, progress, s.device_list()) if s.confirm else None
+    if fresh is not None:  # kept in the study, so that a resumed study adds to it instead of losing it
+        run = {**fresh.to_dict(), "devices": s.devices,
+               "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+        study.set_user_attr(STUDY_ATTR, [*study.user_attrs.get(STUDY_ATTR, []), run])
         summary = write_all(study)
+    _, confirmation = with_confirmations(meta, study.user_attrs.get(STUDY_ATTR, []), summary)
     return TuneOutcome(out, summary, ran, confirmation)
 
 
 def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progress,
-             devices: list[str | None]) -> Any:
-    from tuner.confirm import confirm, rival_of
-
+             devices: list[str | None]) -> Confirmation | None:
     rival = rival_of(summary)
     if summary.best is None or rival is None:
         progress.say("--confirm: nothing to confirm (fewer than two configurations to compare)")

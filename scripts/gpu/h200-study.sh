@@ -10,7 +10,8 @@
 # DEVICES=0,1 (on a two-H200 host): one trial per GPU at a time (--devices), twice that with a30's overlapped startups.
 # WORKLOAD=longdoc (a profiles/workloads name; default chat): results go to ...-<target>-<workload> then.
 # CONFIRM=N: then tune's --confirm N (the best and its rival re-measured on fresh servers; with DEVICES=0,1 both
-#      at once, one per GPU). TRIALS no more than the study's finished trials confirms without searching further.
+#      at once, one per GPU). TRIALS no more than the study's finished trials confirms without searching further;
+#      the rounds are kept in study.db, so calls of CONFIRM=1 (one round fits a call) add up in best.json.
 set -euo pipefail
 target="${1:?usage: h200-study.sh a30|h200|a30-w4a16|h200-w4a16 TRIALS TIME_BUDGET_S HARD_LIMIT_S}"
 gpu="${target%-w4a16}"

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from launch.config import ServeConfig
-from tuner.confirm import confirm, rival_of
+from tuner.confirm import Confirmation, confirm, rival_of
 from tuner.outputs import summarize
 from tuner.trial_result import COMPLETE, FAIL, TrialResult
 
@@ -97,7 +97,6 @@ def test_a_rival_that_never_holds_the_slo_gives_no_gain_figure():
 
 def test_the_final_lines_say_when_the_confirmation_contradicts_the_search(tmp_path, capsys):
     from tuner.commands.tune import print_outcome
-    from tuner.confirm import Confirmation
 
     s = summarize([trial(0, 9.2, baseline=True), trial(1, 30.8, seqs=128)])
     held = Confirmation(1, 0, True, (31.0, 29.0), (10.0, 8.0))
@@ -125,3 +124,28 @@ def test_the_final_lines_say_when_the_gain_rests_on_single_measurements(tmp_path
                       trial(2, 28.0, seqs=128)])
     print_outcome(tmp_path, both, "ttft_p95=2s")
     assert "note: that gain" not in capsys.readouterr().out
+
+
+def test_a_resumed_study_adds_confirmation_rounds_and_keeps_those_of_an_earlier_best():
+    from tuner.confirm import with_confirmations
+
+    def run(best, rival, b, r):
+        return Confirmation(best, rival, True, b, r).to_dict()
+
+    meta = {"notes": ["memory emulated"]}
+    # as on the H200: three --confirm runs of trial 2 against the defaults, in three tune calls
+    entries = [run(2, 0, (2.212,), (1.715,)), run(2, 0, (2.076,), (1.824,)), run(2, 0, (2.143,), (1.775,))]
+    study = summarize([trial(0, 1.084, baseline=True), trial(2, 2.238, seqs=64)])
+    m, c = with_confirmations(meta, entries, study)
+    assert c.best_goodput == (2.212, 2.076, 2.143) and c.rival_goodput == (1.715, 1.824, 1.775) and c.calls == 3
+    assert c.gain_on_means == pytest.approx(2.1437 / 1.7715 - 1, abs=1e-3)
+    assert m["confirmation"]["calls"] == 3 and len(m["confirmations"]) == 3
+    assert m["notes"] == ["memory emulated", c.line()] and "(3 --confirm runs)" in c.line()
+    assert meta == {"notes": ["memory emulated"]}  # the caller's metadata is not changed
+    # a later search found a better trial: its figures are not confirmed, and the earlier runs stay listed
+    later = summarize([trial(0, 1.084, baseline=True), trial(2, 2.238, seqs=64), trial(4, 2.785, seqs=32)])
+    m, c = with_confirmations(meta, entries, later)
+    assert c is None and "confirmation" not in m and len(m["confirmations"]) == 3
+    assert "the current best is not confirmed" in m["notes"][-1]
+    # no --confirm run ever: best.json as before
+    assert with_confirmations(meta, [], study) == (meta, None)
