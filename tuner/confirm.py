@@ -116,10 +116,11 @@ def rival_of(summary: Summary) -> TrialResult | None:
 def remeasure(contenders: dict[str, ServeConfig], rounds: int,
               measure: Callable[[int, str, ServeConfig, str | None], TrialResult],
               progress: Callable[[str], None] = lambda _m: None,
-              devices: Sequence[str | None] = (None,)) -> dict[str, tuple[float, ...]]:
+              devices: Sequence[str | None] = (None,), done: int = 0) -> dict[str, tuple[float, ...]]:
     """Measure every contender ``rounds`` times, round-robin, reversing the order each round so drift hits
     all alike. ``measure(k, name, config, device)`` runs one fresh trial (k numbers them). Goodput per
-    measurement, 0 where the SLO held at no load.
+    measurement, 0 where the SLO held at no load. ``done`` rounds ran before (an earlier call): the order
+    goes on from there instead of starting again.
 
     With several ``devices`` (GPUs of one host) a round's contenders are measured at once, the i-th of the
     round's order on the i-th device: reversing the order each round also swaps the GPUs, so with two
@@ -131,7 +132,7 @@ def remeasure(contenders: dict[str, ServeConfig], rounds: int,
     got: dict[str, list[float]] = {name: [] for name in contenders}
     names = list(contenders)
     k = 0
-    for i in range(rounds):
+    for i in range(done, done + rounds):
         order = names if i % 2 == 0 else names[::-1]
         for start in range(0, len(order), len(devices)):
             chunk = order[start:start + len(devices)]  # the last may be shorter than the device list
@@ -141,7 +142,7 @@ def remeasure(contenders: dict[str, ServeConfig], rounds: int,
             for (_, name, device), res in zip(batch, results, strict=True):
                 got[name].append(res.goodput_req_s if res.slo_met else 0.0)
                 where = "" if device is None else f" on device {device}"
-                progress(f"re-measure round {i + 1}/{rounds}: {name}{where} {got[name][-1]:.3f} req/s"
+                progress(f"re-measure round {i + 1}/{done + rounds}: {name}{where} {got[name][-1]:.3f} req/s"
                          + ("" if res.slo_met else f" ({res.state}: {res.fail_reason})"))
     return {name: tuple(v) for name, v in got.items()}
 
@@ -177,10 +178,10 @@ def _all_at_once(jobs: list[Callable[[], TrialResult]]) -> list[TrialResult]:
 def confirm(best: TrialResult, rival: TrialResult, rounds: int,
             measure: Callable[[int, ServeConfig, str | None], TrialResult],
             progress: Callable[[str], None] = lambda _m: None,
-            devices: Sequence[str | None] = (None,)) -> Confirmation:
+            devices: Sequence[str | None] = (None,), done: int = 0) -> Confirmation:
     """``measure(k, config, device)`` runs one fresh trial (k numbers them); alternates who goes first (and,
-    with two devices, who runs on which)."""
+    with two devices, who runs on which), going on after ``done`` rounds of earlier calls."""
     got = remeasure({f"best (trial {best.number})": best.config, f"rival (trial {rival.number})": rival.config},
-                    rounds, lambda k, _name, config, device: measure(k, config, device), progress, devices)
+                    rounds, lambda k, _name, config, device: measure(k, config, device), progress, devices, done)
     best_g, rival_g = got.values()
     return Confirmation(best.number, rival.number, rival.is_baseline, best_g, rival_g)

@@ -168,7 +168,9 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
         devices = [d for d in devices for _ in (0, 1)]
     ran = run_study(study, s.trials, run_one, after_each, devices=devices, time_budget_s=s.time_budget)
     summary = write_all(study)
-    fresh = _confirm(summary, s.confirm, tctx, progress, s.device_list()) if s.confirm else None
+    earlier = with_confirmations(meta, study.user_attrs.get(STUDY_ATTR, []), summary)[1]
+    fresh = (_confirm(summary, s.confirm, tctx, progress, s.device_list(),
+                      len(earlier.best_goodput) if earlier else 0) if s.confirm else None)
     if fresh is not None:  # kept in the study, so that a resumed study adds to it instead of losing it
         run = {**fresh.to_dict(), "devices": s.devices,
                "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
@@ -179,7 +181,7 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
 
 
 def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progress,
-             devices: list[str | None]) -> Confirmation | None:
+             devices: list[str | None], done: int) -> Confirmation | None:
     rival = rival_of(summary)
     if summary.best is None or rival is None:
         progress.say("--confirm: nothing to confirm (fewer than two configurations to compare)")
@@ -192,6 +194,6 @@ def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progre
         return run_trial(9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"),
                          device=device)
 
-    result = confirm(summary.best, rival, rounds, measure, progress.say, devices)
+    result = confirm(summary.best, rival, rounds, measure, progress.say, devices, done)
     progress.say(result.line())
     return result

@@ -74,6 +74,15 @@ def test_on_two_devices_both_are_measured_at_once_and_swap_gpus_each_round():
     assert sorted(calls) == [(0, 64, "0"), (1, None, "1"), (2, None, "0"), (3, 64, "1")]
     assert c.best_goodput == (8.0, 11.0) and c.rival_goodput == (6.0, 7.0)
     assert "re-measure round 2/2: best (trial 3) on device 1 11.000 req/s" in lines
+    # a later call that adds one round to these two goes on with round 3: the best on device 0 again
+    calls.clear()
+    both_running = threading.Barrier(2, timeout=10)
+    confirm(best, rival, 1, measure, lines.append, devices=["0", "1"], done=2)
+    assert sorted(calls) == [(0, 64, "0"), (1, None, "1")] and "re-measure round 3/3" in lines[-1]
+    calls.clear()
+    both_running = threading.Barrier(2, timeout=10)
+    confirm(best, rival, 1, measure, lines.append, devices=["0", "1"], done=3)  # round 4: swapped
+    assert sorted(calls) == [(0, None, "0"), (1, 64, "1")]
 
 
 def test_a_bug_in_one_parallel_measurement_is_raised_not_swallowed():
