@@ -14,7 +14,7 @@ from typing import Any
 import optuna
 
 from launch.config import ServeConfig
-from tuner.confirm import STUDY_ATTR, Confirmation, confirm, rival_of, with_confirmations
+from tuner.confirm import STUDY_ATTR, Confirmation, confirm, current_confirmation, rival_of, with_confirmations
 from tuner.deadline import MeasureDeadline
 from tuner.inputs import Inputs, measure_plan
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
@@ -168,7 +168,7 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
         devices = [d for d in devices for _ in (0, 1)]
     ran = run_study(study, s.trials, run_one, after_each, devices=devices, time_budget_s=s.time_budget)
     summary = write_all(study)
-    earlier = with_confirmations(meta, study.user_attrs.get(STUDY_ATTR, []), summary)[1]
+    earlier = current_confirmation(study.user_attrs.get(STUDY_ATTR, []), summary)
     fresh = (_confirm(summary, s.confirm, tctx, progress, s.device_list(),
                       len(earlier.best_goodput) if earlier else 0) if s.confirm else None)
     if fresh is not None:  # kept in the study, so that a resumed study adds to it instead of losing it
@@ -176,7 +176,7 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
                "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
         study.set_user_attr(STUDY_ATTR, [*study.user_attrs.get(STUDY_ATTR, []), run])
         summary = write_all(study)
-    _, confirmation = with_confirmations(meta, study.user_attrs.get(STUDY_ATTR, []), summary)
+    confirmation = current_confirmation(study.user_attrs.get(STUDY_ATTR, []), summary)
     return TuneOutcome(out, summary, ran, confirmation)
 
 
