@@ -97,8 +97,15 @@ def with_confirmations(meta: dict[str, Any], entries: Sequence[Mapping[str, Any]
         out["confirmation"] = current.to_dict()
         out["notes"] = [*meta["notes"], current.line()]
     else:
-        out["notes"] = [*meta["notes"], "--confirm re-measured other configurations than the current best and its "
-                        "rival (best.json: confirmations); the current best is not confirmed."]
+        note = ("--confirm re-measured other configurations than the current best and its rival (best.json: "
+                "confirmations); the current best is not confirmed.")
+        # the defaults' fresh measurements still say more about them than their one search measurement
+        defaults = [g for e in entries if e["rival_is_baseline"] for g in e["rival_goodput_req_s"]]
+        mean = sum(defaults) / len(defaults) if defaults else 0.0
+        if mean > 0 and summary.best is not None and not summary.best.is_baseline and summary.best_goodput:
+            note += (f" vLLM's defaults on fresh servers: {mean:.3f} req/s (n={len(defaults)}); the best's "
+                     f"{summary.best_goodput_text()} is {(summary.best_goodput / mean - 1) * 100:+.0f}% over that.")
+        out["notes"] = [*meta["notes"], note]
     return out, current
 
 
