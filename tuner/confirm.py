@@ -70,8 +70,16 @@ class Confirmation:
 STUDY_ATTR = "confirmations"  # the study's user attribute: every --confirm run's fresh measurements, kept
 
 
+def stored_run(c: Confirmation, devices: str | None, finished: str) -> dict[str, Any]:
+    """What the study keeps of one --confirm run: the measurements, not what follows from them (means and
+    gains are computed from all runs of a pair when they are read)."""
+    return {"best_trial": c.best_trial, "rival_trial": c.rival_trial, "rival_is_baseline": c.rival_is_baseline,
+            "best_goodput_req_s": list(c.best_goodput), "rival_goodput_req_s": list(c.rival_goodput),
+            "devices": devices, "finished": finished}
+
+
 def current_confirmation(entries: Sequence[Mapping[str, Any]], summary: Summary) -> Confirmation | None:
-    """The stored runs (``entries``, each a Confirmation.to_dict()) that re-measured the study's current best
+    """The stored runs (``entries``, each a ``stored_run``) that re-measured the study's current best
     against its current rival, merged: a resumed study adds rounds instead of replacing them."""
     rival = rival_of(summary)
     if summary.best is None or rival is None:

@@ -23,10 +23,10 @@ from loadtest.runner import LoadSpec, run_load
 from loadtest.slo import SLO
 from loadtest.workload import Workload
 from tuner.budget import emulated_gmu, estimate_budget
-from tuner.deadline import MeasureDeadline, OverBudget
 from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, Level, MeasurePlan, capacity_search, slo_excess
 from tuner.model_spec import ModelSpec
+from tuner.time_budget import OverBudget, TimeBudget
 from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
 from tuner.vllm_defaults import default_batch_limits
 
@@ -75,8 +75,8 @@ class TrialContext:
     measure_locks: Mapping[str | None, threading.Lock] = field(default_factory=dict, compare=False)
     # the study's best goodput so far (None: none yet, or no study: re-measurements are never cut short)
     best_goodput: Callable[[], float | None] = field(default=lambda: None, compare=False)
-    # --time-budget: a trial whose measurement would overrun it is given up before measuring (tuner.deadline)
-    deadline: MeasureDeadline | None = field(default=None, compare=False)
+    # --time-budget: a trial whose measurement would overrun it is given up before measuring
+    time_budget: TimeBudget | None = field(default=None, compare=False)
 
 
 def launched_config(config: ServeConfig, ctx: TrialContext) -> ServeConfig:
@@ -213,10 +213,10 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
             running = running_capacity(launched, ctx, kv_tokens)
             plan = ctx.plan.fitted(running)
             with lock or contextlib.nullcontext():
-                if ctx.deadline is not None and (why := ctx.deadline.overrun()):
+                if ctx.time_budget is not None and (why := ctx.time_budget.overrun()):
                     progress(why)
                     raise OverBudget(why)  # the server is stopped below; the study stores the trial as interrupted
-                with ctx.deadline.measuring() if ctx.deadline is not None else contextlib.nullcontext():
+                with ctx.time_budget.measuring() if ctx.time_budget is not None else contextlib.nullcontext():
                     cap = _measure(server.url, config, ctx, number, on_level,
                                    hopeless_check(launched, ctx, is_baseline, running, plan.probe_concurrency), plan)
             alive = server.alive()

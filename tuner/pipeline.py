@@ -14,14 +14,22 @@ from typing import Any
 import optuna
 
 from launch.config import ServeConfig
-from tuner.confirm import STUDY_ATTR, Confirmation, confirm, current_confirmation, rival_of, with_confirmations
-from tuner.deadline import MeasureDeadline
+from tuner.confirm import (
+    STUDY_ATTR,
+    Confirmation,
+    confirm,
+    current_confirmation,
+    rival_of,
+    stored_run,
+    with_confirmations,
+)
 from tuner.inputs import Inputs, measure_plan
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
 from tuner.outputs import Summary, summarize, write_outputs
 from tuner.report_html import write_report
 from tuner.space import SpaceContext, suggest_config
 from tuner.study import enqueue_first, finished, open_study, results_of, run_study
+from tuner.time_budget import TimeBudget
 from tuner.trial_result import TrialResult
 
 
@@ -130,8 +138,8 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
     enqueue_first(study, warm_start or [], baseline=True)
     # the best goodput so far, for cutting a hopeless trial short after its probe (tuner.objective)
     best_now: list[float | None] = [summarize(results_of(study)).best_goodput]
-    tctx = replace(trial_context(inp, out / "logs"), best_goodput=lambda: best_now[0],
-                   deadline=MeasureDeadline(s.time_budget) if s.time_budget else None)
+    budget = TimeBudget(s.time_budget) if s.time_budget else None  # one clock for starts and measurements
+    tctx = replace(trial_context(inp, out / "logs"), best_goodput=lambda: best_now[0], time_budget=budget)
 
     def run_one(trial: optuna.Trial, device: str | None) -> TrialResult:
         baseline = bool(trial.user_attrs.get("is_baseline"))
@@ -158,7 +166,7 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
             write_report(path, results, summary, m, importances(st))
 
         results = results_of(st)
-        m, _ = with_confirmations(meta, st.user_attrs.get(STUDY_ATTR, []), summarize(results))
+        m, _ = with_confirmations(meta, stored_runs(st), summarize(results))
         return write_outputs(out, results, m, script, report)
 
     devices = s.device_list()
@@ -166,18 +174,22 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
         tctx = replace(tctx, start_locks={d: threading.Lock() for d in devices},
                        measure_locks={d: threading.Lock() for d in devices})
         devices = [d for d in devices for _ in (0, 1)]
-    ran = run_study(study, s.trials, run_one, after_each, devices=devices, time_budget_s=s.time_budget)
+    ran = run_study(study, s.trials, run_one, after_each, devices=devices, budget=budget)
     summary = write_all(study)
-    earlier = current_confirmation(study.user_attrs.get(STUDY_ATTR, []), summary)
+    earlier = current_confirmation(stored_runs(study), summary)
     fresh = (_confirm(summary, s.confirm, tctx, progress, s.device_list(),
                       len(earlier.best_goodput) if earlier else 0) if s.confirm else None)
     if fresh is not None:  # kept in the study, so that a resumed study adds to it instead of losing it
-        run = {**fresh.to_dict(), "devices": s.devices,
-               "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
-        study.set_user_attr(STUDY_ATTR, [*study.user_attrs.get(STUDY_ATTR, []), run])
+        run = stored_run(fresh, s.devices, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+        study.set_user_attr(STUDY_ATTR, [*stored_runs(study), run])
         summary = write_all(study)
-    confirmation = current_confirmation(study.user_attrs.get(STUDY_ATTR, []), summary)
+    confirmation = current_confirmation(stored_runs(study), summary)
     return TuneOutcome(out, summary, ran, confirmation)
+
+
+def stored_runs(study: optuna.Study) -> list[dict[str, Any]]:
+    """The study's --confirm runs (tuner.confirm.stored_run), oldest first."""
+    return list(study.user_attrs.get(STUDY_ATTR, []))
 
 
 def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progress,
@@ -188,7 +200,7 @@ def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progre
         return None
 
     # re-measurements are never cut short, and come after the search's time budget
-    full = replace(tctx, best_goodput=lambda: None, deadline=None)
+    full = replace(tctx, best_goodput=lambda: None, time_budget=None)
 
     def measure(k: int, config: ServeConfig, device: str | None) -> TrialResult:
         return run_trial(9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"),

@@ -18,8 +18,8 @@ from typing import Any
 import optuna
 from optuna.storages._heartbeat import get_heartbeat_thread  # what Study.optimize uses
 
-from tuner.deadline import OverBudget
 from tuner.errors import UsageError
+from tuner.time_budget import OverBudget, TimeBudget
 from tuner.trial_result import FAIL, PRUNED, TrialResult
 
 STUDY_NAME = "slotune"
@@ -96,20 +96,19 @@ def run_study(
     run_one: Callable[[optuna.Trial, str | None], TrialResult],
     after_each: Callable[[optuna.Study], None],
     devices: list[str | None] | None = None,
-    time_budget_s: float | None = None,
+    budget: TimeBudget | None = None,
 ) -> int:
     """Run trials until the study holds ``total_trials`` started or finished ones. Returns how many ran here.
 
     ``devices`` holds one entry per concurrent worker (a GPU index, or the same one twice when startups
     overlap). Trials are asked for one at a time under a lock: with several threads on one SQLite study,
-    Optuna can hand the same enqueued trial (the baseline) to two of them. With ``time_budget_s`` no new
-    trial starts once a typical (median) trial would overrun it, and a trial that raises OverBudget (its
-    measurement would overrun it: tuner.deadline) is given up. Interrupted trials are stored as FAIL."""
+    Optuna can hand the same enqueued trial (the baseline) to two of them. With a ``budget`` no new trial
+    starts once a typical (median) trial would overrun it, and a trial that raises OverBudget (its
+    measurement would: tuner.time_budget) is given up. Interrupted trials are stored as FAIL."""
     if total_trials - len(finished(study)) <= 0:
         return 0
     ask_lock, tell_lock = threading.Lock(), threading.Lock()
     stop = threading.Event()
-    t0 = time.monotonic()
     durations: list[float] = []
     in_flight: dict[int, optuna.Trial] = {}
     ran = 0
@@ -142,20 +141,19 @@ def run_study(
             # the median: the first trials' cold start (compile caches) and queueing for a start lock
             # would make a mean stop a call minutes early
             typical = statistics.median(durations)
-            if time_budget_s and not stop.is_set() and time.monotonic() - t0 + typical > time_budget_s:
+            if budget is not None and not stop.is_set() and typical > budget.left():
                 log.warning("time budget of %.0f s nearly spent: no new trial starts (resume to continue)",
-                            time_budget_s)
+                            budget.seconds)
                 stop.set()
 
-    def give_up(trial: optuna.Trial, why: str) -> None:
-        """A trial whose measurement would overrun the time budget: stored as interrupted (not counted)."""
-        stop.set()
-        with tell_lock:
-            in_flight.pop(trial.number, None)
-            trial.set_user_attr("interrupted", True)
+    def store_interrupted(trial: optuna.Trial, why: str | None = None) -> None:
+        """A trial cut short (call with tell_lock held): FAIL at once, marked so that it is not counted and
+        a resume does not wait for it."""
+        in_flight.pop(trial.number, None)
+        trial.set_user_attr("interrupted", True)
+        if why is not None:
             trial.set_user_attr("given_up", why)
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-        log.warning("trial %d given up: %s", trial.number, why)
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
 
     def worker(device: str | None) -> None:
         while (trial := next_trial()) is not None:
@@ -164,8 +162,11 @@ def run_study(
                 # the heartbeat Study.optimize would keep: a killed tuner's trials turn FAIL on resume
                 with get_heartbeat_thread(trial._trial_id, study._storage):
                     result = run_one(trial, device)
-            except OverBudget as over:
-                give_up(trial, str(over))
+            except OverBudget as over:  # its measurement would overrun the budget: no new trial either
+                stop.set()
+                with tell_lock:
+                    store_interrupted(trial, str(over))
+                log.warning("trial %d given up: %s", trial.number, over)
                 return
             tell(trial, result, time.monotonic() - started)
 
@@ -194,11 +195,9 @@ def run_study(
                 raise errors[0]
     except BaseException:
         stop.set()
-        with tell_lock:  # trials cut short are stored as FAIL at once, so a resume does not wait for them
+        with tell_lock:
             for trial in list(in_flight.values()):
-                trial.set_user_attr("interrupted", True)
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            in_flight.clear()
+                store_interrupted(trial)
         raise
     return ran
 

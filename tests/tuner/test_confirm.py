@@ -136,10 +136,10 @@ def test_the_final_lines_say_when_the_gain_rests_on_single_measurements(tmp_path
 
 
 def test_a_resumed_study_adds_confirmation_rounds_and_keeps_those_of_an_earlier_best():
-    from tuner.confirm import with_confirmations
+    from tuner.confirm import stored_run, with_confirmations
 
     def run(best, rival, b, r):
-        return Confirmation(best, rival, True, b, r).to_dict()
+        return stored_run(Confirmation(best, rival, True, b, r), "0,1", "2026-11-30T13:21:09+00:00")
 
     meta = {"notes": ["memory emulated"]}
     # as on the H200: three --confirm runs of trial 2 against the defaults, in three tune calls

@@ -17,10 +17,10 @@ import launch.server
 import tuner.objective as objective
 from launch.config import ServeConfig
 from launch.readback import ReadBack
-from tuner.deadline import MeasureDeadline, OverBudget
 from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, MeasurePlan
 from tuner.objective import TrialContext, run_trial
+from tuner.time_budget import OverBudget, TimeBudget
 
 STARTUP_S, MEASURE_S = 0.3, 0.1
 
@@ -106,10 +106,10 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
 def test_a_trial_whose_measurement_would_overrun_the_time_budget_is_given_up_with_its_server_stopped(
         monkeypatch, tmp_path):
     now = [0.0]
-    ctx, events = stand_ins(monkeypatch, tmp_path, deadline=MeasureDeadline(600.0, clock=lambda: now[0]))
+    ctx, events = stand_ins(monkeypatch, tmp_path, time_budget=TimeBudget(600.0, clock=lambda: now[0]))
     measured: list[int] = []
 
-    def measure_200s(url, config, ctx, number, *_a, **_k):  # a measurement takes 200 s by the deadline's clock
+    def measure_200s(url, config, ctx, number, *_a, **_k):  # a measurement takes 200 s by the budget's clock
         measured.append(number)
         now[0] += 200.0
         return CapacityResult(1.0, None, None, None, ())

@@ -13,6 +13,7 @@ import pytest
 
 from tuner.errors import UsageError
 from tuner.study import enqueue_first, finished, open_study, results_of, run_study
+from tuner.time_budget import OverBudget, TimeBudget
 
 WORKER = textwrap.dedent("""
     import sys, time
@@ -126,12 +127,11 @@ def test_time_budget_stops_new_trials_but_keeps_finished_ones(tmp_path):
         time.sleep(0.3)
         return fake_run_one(trial, device)
 
-    ran = run_study(study, 10, slow, lambda st: None, time_budget_s=0.5)
+    ran = run_study(study, 10, slow, lambda st: None, budget=TimeBudget(0.5))
     assert ran == 1 and len(finished(study)) == 1  # 0.3 s elapsed + 0.3 s mean > 0.5 s: no second trial
 
 
 def test_a_trial_given_up_over_the_time_budget_is_not_counted_and_no_new_trial_starts(tmp_path):
-    from tuner.deadline import OverBudget
 
     study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
 

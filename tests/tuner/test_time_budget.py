@@ -1,14 +1,15 @@
-"""tuner.deadline: when a trial's measurement would overrun --time-budget (the clock is injected)."""
+"""tuner.time_budget: when a trial's measurement would overrun --time-budget (the clock is injected)."""
 
 import pytest
 
-from tuner.deadline import MeasureDeadline
+from tuner.time_budget import TimeBudget
 
 
 def test_gives_up_only_once_a_typical_measurement_no_longer_fits():
     now = [0.0]
-    d = MeasureDeadline(600.0, clock=lambda: now[0])
+    d = TimeBudget(600.0, clock=lambda: now[0])
     now[0] = 599.0
+    assert d.left() == 1.0
     assert d.overrun() is None  # nothing measured yet: nothing to judge by
     for took in (100.0, 300.0, 200.0):  # median 200 s
         began = now[0] = 0.0
@@ -25,10 +26,10 @@ def test_gives_up_only_once_a_typical_measurement_no_longer_fits():
 
 def test_a_measurement_that_raises_is_not_recorded():
     now = [0.0]
-    d = MeasureDeadline(10.0, clock=lambda: now[0])
+    d = TimeBudget(10.0, clock=lambda: now[0])
     with pytest.raises(KeyboardInterrupt), d.measuring():
         now[0] = 50.0
         raise KeyboardInterrupt
     assert d.overrun() is None  # 50 s would not fit in what is left, but it never finished
     with pytest.raises(ValueError):
-        MeasureDeadline(0.0)
+        TimeBudget(0.0)

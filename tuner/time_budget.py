@@ -1,11 +1,11 @@
-"""``--time-budget`` at the moment a trial's measurement would begin.
+"""``--time-budget``: one clock for the whole run, asked at two moments.
 
-The study stops starting trials once a typical trial would overrun the budget (tuner.study). With
-overlapped startups (and one trial per GPU) a trial's server may be up long before its device is free to
-measure it: the second trial on a device waits for the first's measurement, so it is measured past the
-budget, or is cut by a hard limit after minutes of work that count for nothing (seen on the H200: every
-call's last trial per device). So a trial checks again when its measurement would begin: if a typical
-measurement of this run no longer fits in what is left of the budget, the trial is given up — its server
+Before a trial starts (tuner.study): no new trial once a typical (median) trial of this run would overrun
+what is left. When a trial's measurement would begin (tuner.objective): with overlapped startups (and one
+trial per GPU) a trial's server may be up long before its device is free to measure it — the second trial
+on a device waits for the first's measurement — so it would be measured past the budget, or cut by a hard
+limit after minutes of work that count for nothing (seen on the H200: every call's last trial per device).
+If a typical measurement of this run no longer fits in what is left, the trial is given up: its server
 stopped, the trial stored as interrupted (not counted; ``--resume`` runs another in its place).
 """
 
@@ -22,16 +22,21 @@ class OverBudget(Exception):
     """Raised by a trial whose measurement would overrun the time budget (not a bug, not a result)."""
 
 
-class MeasureDeadline:
+class TimeBudget:
     """The budget's end and how long this run's measurements took (shared by the trial threads)."""
 
-    def __init__(self, budget_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        if budget_s <= 0:
-            raise ValueError(f"budget_s must be positive, got {budget_s}")
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        if seconds <= 0:
+            raise ValueError(f"the time budget must be positive, got {seconds} s")
+        self.seconds = seconds
         self._clock = clock
-        self._ends = clock() + budget_s
+        self._ends = clock() + seconds
         self._took: list[float] = []
         self._lock = threading.Lock()
+
+    def left(self) -> float:
+        """Seconds until the budget's end (negative past it)."""
+        return self._ends - self._clock()
 
     @contextlib.contextmanager
     def measuring(self) -> Iterator[None]:
@@ -49,7 +54,7 @@ class MeasureDeadline:
             if not self._took:
                 return None
             typical = statistics.median(self._took)
-        left = self._ends - self._clock()
+        left = self.left()
         if typical <= left:
             return None
         return (f"time budget: {max(left, 0.0):.0f} s left, a measurement takes {typical:.0f} s here "
