@@ -81,7 +81,9 @@ def load_inputs(settings: TuneSettings) -> Inputs:
             raise UsageError("--overlap-startup needs memory for two servers on one device: use it when --gpu is "
                              "emulated (--emulate-on) on a device with over twice its memory, never on the cpu")
         notes.append("Startups overlapped: the next trial's server started while the current one was measured "
-                     "(only one server was measured at a time; its startup's short GPU phases may overlap).")
+                     "(one server measured per device at a time). vLLM's defaults ran alone; a trial measured "
+                     "while other servers started or waited may read lower than on a fresh server (the "
+                     "defaults did, by a third, on the H200): --confirm re-measures the best without that.")
     workload = load_workload(settings.workload)
     spec = ModelSpec.from_dir(model_dir)
     if workload.max_input_tokens + workload.max_output_tokens > spec.max_position_embeddings:

@@ -157,3 +157,81 @@ def test_a_resumed_study_does_not_replay_the_first_calls_random_draws(tmp_path):
     run_study(again, 4, fake_run_one, lambda st: None)
     drawn = [t.params["max_num_seqs"] for t in again.trials]
     assert drawn[2:] != drawn[:2]
+
+
+def _timed_trials():
+    """A stand-in trial of 0.3 s, and the (start, end, is_baseline) of each that ran."""
+    import threading
+    import time
+
+    spans: dict[int, tuple[float, float, bool]] = {}
+    lock = threading.Lock()
+
+    def timed(trial, device):
+        t0 = time.monotonic()
+        time.sleep(0.3)
+        with lock:
+            spans[trial.number] = (t0, time.monotonic(), bool(trial.user_attrs.get("is_baseline")))
+        return fake_run_one(trial, device)
+
+    return timed, spans
+
+
+def test_with_several_workers_the_baseline_runs_alone(tmp_path):
+    """The baseline's measurement is what every gain is stated against: no other trial runs beside it."""
+    timed, spans = _timed_trials()
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+    assert run_study(study, 5, timed, lambda st: None, devices=["0", "0", "1", "1"]) == 5
+    ((_, b1, _),) = [s for s in spans.values() if s[2]]
+    others = [s for s in spans.values() if not s[2]]
+    assert len(others) == 4 and all(s0 >= b1 for s0, _, _ in others)  # each began after the baseline ended
+    assert max(s0 for s0, _, _ in others) < min(s1 for _, s1, _ in others)  # and those four ran at once
+
+
+def test_a_baseline_enqueued_behind_another_trial_waits_for_it_to_end(tmp_path):
+    """On resume the re-enqueued baseline can come after a pending warm start: it still runs alone."""
+    timed, spans = _timed_trials()
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    study.enqueue_trial({"max_num_seqs": 7}, user_attrs={"warm_start": True})
+    study.enqueue_trial({}, user_attrs={"is_baseline": True})
+    assert run_study(study, 4, timed, lambda st: None, devices=["0", "1"]) == 4
+    ((b0, b1, _),) = [s for s in spans.values() if s[2]]
+    assert all(e <= b0 or s0 >= b1 for s0, e, base in spans.values() if not base)
+
+
+def test_a_bug_in_the_baseline_running_alone_stops_the_waiting_workers(tmp_path):
+    ran: list[int] = []
+
+    def broken_baseline(trial, device):
+        ran.append(trial.number)
+        if trial.user_attrs.get("is_baseline"):
+            raise RuntimeError("bug")
+        return fake_run_one(trial, device)
+
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+    with pytest.raises(RuntimeError, match="bug"):
+        run_study(study, 4, broken_baseline, lambda st: None, devices=["0", "1"])
+    assert ran == [0]
+
+
+def test_a_baseline_cut_short_runs_again_on_resume(tmp_path):
+    url = f"sqlite:///{tmp_path}/s.db"
+    study = open_study(url, resume=False, seed=0)
+    enqueue_first(study, [{"max_num_seqs": 7}], baseline=True)
+
+    def interrupted(trial, device):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_study(study, 3, interrupted, lambda st: None)
+    again = open_study(url, resume=True, seed=0)
+    enqueue_first(again, [{"max_num_seqs": 7}], baseline=True)
+    assert run_study(again, 3, fake_run_one, lambda st: None) == 3
+    done = results_of(again)
+    assert sorted(r.is_baseline for r in done) == [False, False, True]
+    assert 7 in [r.config.max_num_seqs for r in done]  # the warm start still enqueued runs too
+    enqueue_first(again, [], baseline=True)  # it has its baseline now: no second one
+    assert run_study(again, 4, fake_run_one, lambda st: None) == 1
+    assert sum(r.is_baseline for r in results_of(again)) == 1
