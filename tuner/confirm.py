@@ -29,6 +29,9 @@ class Confirmation:
     best_goodput: tuple[float, ...]  # req/s per fresh measurement; 0 where the SLO held at no load
     rival_goodput: tuple[float, ...]
     calls: int = 1  # how many --confirm calls (tune runs of a resumed study) measured these
+    # the GPU of each measurement (None: the default device; empty: not recorded, runs before 2026-11-30)
+    best_devices: tuple[str | None, ...] = ()
+    rival_devices: tuple[str | None, ...] = ()
 
     @staticmethod
     def _mean(values: tuple[float, ...]) -> float:
@@ -64,17 +67,21 @@ class Confirmation:
         return {"best_trial": self.best_trial, "rival_trial": self.rival_trial,
                 "rival_is_baseline": self.rival_is_baseline, "best_goodput_req_s": list(self.best_goodput),
                 "rival_goodput_req_s": list(self.rival_goodput), "best_mean_req_s": self.best_mean,
-                "rival_mean_req_s": self.rival_mean, "gain_on_means": self.gain_on_means, "calls": self.calls}
+                "rival_mean_req_s": self.rival_mean, "gain_on_means": self.gain_on_means, "calls": self.calls,
+                "best_devices": list(self.best_devices), "rival_devices": list(self.rival_devices)}
 
 
 STUDY_ATTR = "confirmations"  # the study's user attribute: every --confirm run's fresh measurements, kept
 
 
 def stored_run(c: Confirmation, devices: str | None, finished: str) -> dict[str, Any]:
-    """What the study keeps of one --confirm run: the measurements, not what follows from them (means and
-    gains are computed from all runs of a pair when they are read)."""
+    """What the study keeps of one --confirm run: the measurements and the GPU each ran on, not what follows
+    from them (means and gains are computed from all runs of a pair when they are read). ``devices`` is the
+    option as given: which GPU measured what is ``best_devices`` / ``rival_devices``, since the rounds swap
+    GPUs and a resumed run goes on with the round order."""
     return {"best_trial": c.best_trial, "rival_trial": c.rival_trial, "rival_is_baseline": c.rival_is_baseline,
             "best_goodput_req_s": list(c.best_goodput), "rival_goodput_req_s": list(c.rival_goodput),
+            "best_devices": list(c.best_devices), "rival_devices": list(c.rival_devices),
             "devices": devices, "finished": finished}
 
 
@@ -87,9 +94,14 @@ def current_confirmation(entries: Sequence[Mapping[str, Any]], summary: Summary)
     mine = [e for e in entries if e["best_trial"] == summary.best.number and e["rival_trial"] == rival.number]
     if not mine:
         return None
+    def where(e: Mapping[str, Any], who: str) -> list[str | None]:  # runs stored before it was recorded: None
+        return list(e.get(f"{who}_devices") or [None] * len(e[f"{who}_goodput_req_s"]))
+
     return Confirmation(summary.best.number, rival.number, rival.is_baseline,
                         tuple(g for e in mine for g in e["best_goodput_req_s"]),
-                        tuple(g for e in mine for g in e["rival_goodput_req_s"]), calls=len(mine))
+                        tuple(g for e in mine for g in e["rival_goodput_req_s"]), calls=len(mine),
+                        best_devices=tuple(d for e in mine for d in where(e, "best")),
+                        rival_devices=tuple(d for e in mine for d in where(e, "rival")))
 
 
 def with_confirmations(meta: dict[str, Any], entries: Sequence[Mapping[str, Any]],
@@ -131,11 +143,12 @@ def rival_of(summary: Summary) -> TrialResult | None:
 def remeasure(contenders: dict[str, ServeConfig], rounds: int,
               measure: Callable[[int, str, ServeConfig, str | None], TrialResult],
               progress: Callable[[str], None] = lambda _m: None,
-              devices: Sequence[str | None] = (None,), done: int = 0) -> dict[str, tuple[float, ...]]:
+              devices: Sequence[str | None] = (None,),
+              done: int = 0) -> dict[str, tuple[tuple[float, str | None], ...]]:
     """Measure every contender ``rounds`` times, round-robin, reversing the order each round so drift hits
-    all alike. ``measure(k, name, config, device)`` runs one fresh trial (k numbers them). Goodput per
-    measurement, 0 where the SLO held at no load. ``done`` rounds ran before (an earlier call): the order
-    goes on from there instead of starting again.
+    all alike. ``measure(k, name, config, device)`` runs one fresh trial (k numbers them). Per measurement
+    the goodput (0 where the SLO held at no load) and the device it ran on. ``done`` rounds ran before (an
+    earlier call): the order goes on from there instead of starting again.
 
     With several ``devices`` (GPUs of one host) a round's contenders are measured at once, the i-th of the
     round's order on the i-th device: reversing the order each round also swaps the GPUs, so with two
@@ -144,7 +157,7 @@ def remeasure(contenders: dict[str, ServeConfig], rounds: int,
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     if not devices:
         raise ValueError("devices must name at least one device (None: the default one)")
-    got: dict[str, list[float]] = {name: [] for name in contenders}
+    got: dict[str, list[tuple[float, str | None]]] = {name: [] for name in contenders}
     names = list(contenders)
     k = 0
     for i in range(done, done + rounds):
@@ -155,9 +168,9 @@ def remeasure(contenders: dict[str, ServeConfig], rounds: int,
             k += len(batch)
             results = _all_at_once([functools.partial(measure, kk, n, contenders[n], d) for kk, n, d in batch])
             for (_, name, device), res in zip(batch, results, strict=True):
-                got[name].append(res.goodput_req_s if res.slo_met else 0.0)
+                got[name].append((res.goodput_req_s if res.slo_met else 0.0, device))
                 where = "" if device is None else f" on device {device}"
-                progress(f"re-measure round {i + 1}/{done + rounds}: {name}{where} {got[name][-1]:.3f} req/s"
+                progress(f"re-measure round {i + 1}/{done + rounds}: {name}{where} {got[name][-1][0]:.3f} req/s"
                          + ("" if res.slo_met else f" ({res.state}: {res.fail_reason})"))
     return {name: tuple(v) for name, v in got.items()}
 
@@ -198,5 +211,7 @@ def confirm(best: TrialResult, rival: TrialResult, rounds: int,
     with two devices, who runs on which), going on after ``done`` rounds of earlier calls."""
     got = remeasure({f"best (trial {best.number})": best.config, f"rival (trial {rival.number})": rival.config},
                     rounds, lambda k, _name, config, device: measure(k, config, device), progress, devices, done)
-    best_g, rival_g = got.values()
-    return Confirmation(best.number, rival.number, rival.is_baseline, best_g, rival_g)
+    best_m, rival_m = got.values()
+    return Confirmation(best.number, rival.number, rival.is_baseline, tuple(g for g, _ in best_m),
+                        tuple(g for g, _ in rival_m), best_devices=tuple(d for _, d in best_m),
+                        rival_devices=tuple(d for _, d in rival_m))

@@ -73,6 +73,7 @@ def test_on_two_devices_both_are_measured_at_once_and_swap_gpus_each_round():
     c = confirm(best, rival, 2, measure, lines.append, devices=["0", "1"])
     assert sorted(calls) == [(0, 64, "0"), (1, None, "1"), (2, None, "0"), (3, 64, "1")]
     assert c.best_goodput == (8.0, 11.0) and c.rival_goodput == (6.0, 7.0)
+    assert c.best_devices == ("0", "1") and c.rival_devices == ("1", "0")  # kept: the study stores them
     assert "re-measure round 2/2: best (trial 3) on device 1 11.000 req/s" in lines
     # a later call that adds one round to these two goes on with round 3: the best on device 0 again
     calls.clear()
@@ -81,8 +82,8 @@ def test_on_two_devices_both_are_measured_at_once_and_swap_gpus_each_round():
     assert sorted(calls) == [(0, 64, "0"), (1, None, "1")] and "re-measure round 3/3" in lines[-1]
     calls.clear()
     both_running = threading.Barrier(2, timeout=10)
-    confirm(best, rival, 1, measure, lines.append, devices=["0", "1"], done=3)  # round 4: swapped
-    assert sorted(calls) == [(0, None, "0"), (1, 64, "1")]
+    c = confirm(best, rival, 1, measure, lines.append, devices=["0", "1"], done=3)  # round 4: swapped
+    assert sorted(calls) == [(0, None, "0"), (1, 64, "1")] and c.best_devices == ("1",)
 
 
 def test_a_bug_in_one_parallel_measurement_is_raised_not_swallowed():
@@ -161,3 +162,19 @@ def test_a_resumed_study_adds_confirmation_rounds_and_keeps_those_of_an_earlier_
         in m["notes"][-1]
     # no --confirm run ever: best.json as before
     assert with_confirmations(meta, [], study) == (meta, None)
+
+
+def test_the_study_keeps_the_gpu_of_each_confirmation_measurement():
+    """The --devices option alone does not say it: rounds swap GPUs and a resumed run goes on with the
+    order (on the H200 the best ran on GPU 0 in three of four calls that alternated the option)."""
+    from tuner.confirm import current_confirmation, stored_run
+
+    new = stored_run(Confirmation(4, 0, True, (2.739,), (1.757,), best_devices=("1",), rival_devices=("0",)),
+                     "0,1", "2026-11-30T16:47:29+00:00")
+    assert new["best_devices"] == ["1"] and new["rival_devices"] == ["0"]
+    old = {k: v for k, v in new.items() if not k.endswith("_devices") or k == "devices"}  # stored before
+    old.update(best_goodput_req_s=[2.565], rival_goodput_req_s=[1.752])
+    study = summarize([trial(0, 1.084, baseline=True), trial(4, 2.785, seqs=32)])
+    c = current_confirmation([old, new], study)
+    assert c.best_goodput == (2.565, 2.739) and c.best_devices == (None, "1") and c.rival_devices == (None, "0")
+    assert c.to_dict()["best_devices"] == [None, "1"]
