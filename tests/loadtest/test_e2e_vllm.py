@@ -76,10 +76,11 @@ def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path
     # polled every 0.2 s during the run, in the load generator's own event loop: whether a poll lands while
     # the server runs a request depends on how the 2-core CI machine schedules the generator next to the
     # (not reniced) server. Twice in CI none did (with 64-token answers, then with 256: peak 0.0 while
-    # every other figure held), so the gauge must be read here, not seen above 0; the peak logic itself is
-    # tested against a scripted /metrics (tests/loadtest, Scraper)
+    # every other figure held), and once more later for the KV gauge (kv_cache_usage_peak 0.0), so the
+    # gauges must be read here, not seen above 0; the peak logic itself is tested against a scripted
+    # /metrics (tests/loadtest, Scraper)
     assert "requests_running_peak" in r.server, r.server
-    assert 0 < r.server["kv_cache_usage_peak"] <= 1, r.server
+    assert 0 <= r.server["kv_cache_usage_peak"] <= 1, r.server
     assert r.server["prefix_cache_hit_rate"] < 0.05
 
 
