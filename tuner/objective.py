@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -77,6 +78,9 @@ class TrialContext:
     best_goodput: Callable[[], float | None] = field(default=lambda: None, compare=False)
     # --time-budget: a trial whose measurement would overrun it is given up before measuring
     time_budget: TimeBudget | None = field(default=None, compare=False)
+    # each trial's timeline (tuner.company): wall-clock seconds, comparable between the trials of one host
+    wall_clock: Callable[[], float] = field(default=time.time, compare=False)
+    host: str = field(default_factory=socket.gethostname)
 
 
 def launched_config(config: ServeConfig, ctx: TrialContext) -> ServeConfig:
@@ -182,6 +186,9 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
     if device is not None:
         launched = launched.with_env(CUDA_VISIBLE_DEVICES=device)
     levels: list[dict[str, Any]] = []
+    # raw wall-clock times of this trial's phases, so that what else ran on the host during its measurement
+    # can be told afterwards (tuner.company): launched → ready (startup and warmup), measured, stopped
+    timeline: dict[str, Any] = {"host": ctx.host, "device": device}
 
     def on_level(level: Level) -> None:
         levels.append(level.to_dict())
@@ -199,10 +206,12 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
     start_lock = ctx.start_locks.get(device)
     try:
         with start_lock or contextlib.nullcontext():
+            timeline["launched"] = ctx.wall_clock()
             server = start_server(launched, python=ctx.python, log_dir=ctx.log_dir / f"trial-{number:03d}",
                                   startup_timeout_s=ctx.startup_timeout_s,
                                   warmup_requests=ctx.plan.warmup_requests, on_progress=progress,
                                   nice=ctx.server_nice)
+            timeline["ready"] = ctx.wall_clock()
         try:
             readback = asdict(server.readback)
             startup_s = server.startup_s
@@ -217,8 +226,10 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
                     progress(why)
                     raise OverBudget(why)  # the server is stopped below; the study stores the trial as interrupted
                 with ctx.time_budget.measuring() if ctx.time_budget is not None else contextlib.nullcontext():
+                    began = ctx.wall_clock()
                     cap = _measure(server.url, config, ctx, number, on_level,
                                    hopeless_check(launched, ctx, is_baseline, running, plan.probe_concurrency), plan)
+                    timeline["measured"] = [began, ctx.wall_clock()]
             alive = server.alive()
             tail = "" if alive else server.log_tail()
         finally:
@@ -226,12 +237,15 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
             # startup ("Error in memory profiling"): stop only when no startup is in progress
             with start_lock or contextlib.nullcontext():
                 server.stop()
+                timeline["stopped"] = ctx.wall_clock()
     except LaunchFailure as exc:
         progress(f"launch failed: {exc}")
+        timeline["stopped"] = ctx.wall_clock()  # start_server stops what it started before raising
         return replace(base, state=FAIL, launched=launched, fail_reason=f"{exc.reason}: {exc.detail}",
                        log_tail=exc.log_tail, duration_s=time.monotonic() - t0, constraint=math.inf,
-                       extra={"budget_admitted_but_failed": exc.reason in MEMORY_REASONS})
+                       extra={"budget_admitted_but_failed": exc.reason in MEMORY_REASONS}, timeline=timeline)
     measured = replace(base, state=COMPLETE, launched=launched, readback=readback, startup_s=startup_s,
+                       timeline=timeline,
                        levels=tuple(levels), saturation_req_s=cap.saturation_req_s,
                        duration_s=time.monotonic() - t0)
     if not alive:

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from launch.config import ServeConfig
+from tuner.company import company
 from tuner.trial_result import COMPLETE, TrialResult
 
 
@@ -108,7 +109,14 @@ def summarize(results: list[TrialResult]) -> Summary:
 
 
 def trials_frame(results: list[TrialResult]) -> pd.DataFrame:
-    rows = [r.csv_row() for r in sorted(results, key=lambda r: r.number)]
+    """trials.csv: each trial's row (TrialResult.csv_row) and what else ran on the host while it was
+    measured (tuner.company; empty where the trial was not measured or kept no timeline)."""
+    met = company(results)
+    rows = []
+    for r in sorted(results, key=lambda r: r.number):
+        c = met.get(r.number)
+        rows.append({**r.csv_row(), "others_starting_s": None if c is None else round(c.others_starting_s, 1),
+                     "others_up_mean": None if c is None else round(c.others_up_mean, 2)})
     return pd.DataFrame(rows).convert_dtypes()  # integer knobs stay integers next to empty (default) cells
 
 

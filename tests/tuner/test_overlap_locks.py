@@ -128,3 +128,12 @@ def test_a_trial_whose_measurement_would_overrun_the_time_budget_is_given_up_wit
     now[0] = 100.0  # 500 s left: it measures
     assert run_trial(3, cfg, False, ctx, device="0").state == "COMPLETE"
     assert measured == [1, 3]
+
+
+def test_a_trial_keeps_the_wall_clock_times_of_its_phases(monkeypatch, tmp_path):
+    ticks = iter(range(100, 200))
+    ctx, _events = stand_ins(monkeypatch, tmp_path, wall_clock=lambda: float(next(ticks)), host="gpu-host")
+    r = run_trial(1, ServeConfig(model="/m", max_num_seqs=8), False, ctx, device="0")
+    assert r.timeline == {"host": "gpu-host", "device": "0", "launched": 100.0, "ready": 101.0,
+                          "measured": [102.0, 103.0], "stopped": 104.0}
+    assert r.to_dict()["timeline"] == r.timeline  # stored in the study with the result
