@@ -14,15 +14,16 @@ measurements had company and how much:
   over the measurement — idle ones waiting for their turn as well as ones being measured.
 
 Only trials of the same host are compared (a study worked by several hosts through PostgreSQL keeps each
-trial's host); trials without a timeline (studies from before it was kept) get no figures.
+trial's host); trials without a timeline (studies from before it was kept) get no figures. Trials given up
+over the time budget keep theirs (tuner.study.timelines_of): their servers were up; trials cut by Ctrl-C or
+a time limit do not, so the last measurements of such a call may have had more company than they show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
-
-from tuner.trial_result import TrialResult
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,10 @@ def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
     return max(0.0, min(a1, b1) - max(a0, b0))
 
 
-def company(results: Iterable[TrialResult]) -> dict[int, Company]:
-    """Per measured trial (by number): the other servers' startups and presence during its measurement."""
-    timed = [(r.number, r.timeline) for r in results if r.timeline and r.timeline.get("launched") is not None]
+def company(timelines: Mapping[int, Mapping[str, Any]]) -> dict[int, Company]:
+    """Per measured trial (by number): the other servers' startups and presence during its measurement.
+    ``timelines``: trial number → TrialResult.timeline."""
+    timed = [(n, tl) for n, tl in timelines.items() if tl.get("launched") is not None]
     out: dict[int, Company] = {}
     for number, tl in timed:
         window = tl.get("measured")

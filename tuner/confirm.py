@@ -94,6 +94,7 @@ def current_confirmation(entries: Sequence[Mapping[str, Any]], summary: Summary)
     mine = [e for e in entries if e["best_trial"] == summary.best.number and e["rival_trial"] == rival.number]
     if not mine:
         return None
+
     def where(e: Mapping[str, Any], who: str) -> list[str | None]:  # runs stored before it was recorded: None
         return list(e.get(f"{who}_devices") or [None] * len(e[f"{who}_goodput_req_s"]))
 

@@ -224,7 +224,9 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
             with lock or contextlib.nullcontext():
                 if ctx.time_budget is not None and (why := ctx.time_budget.overrun()):
                     progress(why)
-                    raise OverBudget(why)  # the server is stopped below; the study stores the trial as interrupted
+                    # the server is stopped below (the timeline's 'stopped' is set then); the study stores the
+                    # trial as interrupted, with its timeline: its server was company to other measurements
+                    raise OverBudget(why, timeline)
                 with ctx.time_budget.measuring() if ctx.time_budget is not None else contextlib.nullcontext():
                     began = ctx.wall_clock()
                     cap = _measure(server.url, config, ctx, number, on_level,

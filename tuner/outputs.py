@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,10 +109,13 @@ def summarize(results: list[TrialResult]) -> Summary:
     return Summary(best, baseline, closest, top, gain, note, best_goodputs, baseline_goodputs)
 
 
-def trials_frame(results: list[TrialResult]) -> pd.DataFrame:
+def trials_frame(results: list[TrialResult], timelines: Mapping[int, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """trials.csv: each trial's row (TrialResult.csv_row) and what else ran on the host while it was
-    measured (tuner.company; empty where the trial was not measured or kept no timeline)."""
-    met = company(results)
+    measured (tuner.company; empty where the trial was not measured or kept no timeline). ``timelines``:
+    every trial's, also of those that are not results (tuner.study.timelines_of); default: the results'."""
+    if timelines is None:
+        timelines = {r.number: r.timeline for r in results if r.timeline}
+    met = company(timelines)
     rows = []
     for r in sorted(results, key=lambda r: r.number):
         c = met.get(r.number)
@@ -147,12 +151,13 @@ def best_document(summary: Summary, meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_outputs(out: Path, results: list[TrialResult], meta: dict[str, Any],
-                  write_script: Any, write_report: Any) -> Summary:
+                  write_script: Any, write_report: Any,
+                  timelines: Mapping[int, Mapping[str, Any]] | None = None) -> Summary:
     """Write every output file; ``write_script(path, best)`` and ``write_report(path, results, summary,
     meta)`` are injected (launch.sh needs the probed vLLM; report.html is its own module)."""
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(results)
-    frame = trials_frame(results)
+    frame = trials_frame(results, timelines)
     tmp = out / "trials.csv.tmp"
     frame.to_csv(tmp, index=False)
     os.replace(tmp, out / "trials.csv")

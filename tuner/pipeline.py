@@ -28,7 +28,7 @@ from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
 from tuner.outputs import Summary, summarize, write_outputs
 from tuner.report_html import write_report
 from tuner.space import SpaceContext, suggest_config
-from tuner.study import enqueue_first, finished, open_study, results_of, run_study
+from tuner.study import enqueue_first, finished, open_study, results_of, run_study, timelines_of
 from tuner.time_budget import TimeBudget
 from tuner.trial_result import TrialResult
 
@@ -167,7 +167,7 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
 
         results = results_of(st)
         m, _ = with_confirmations(meta, stored_runs(st), summarize(results))
-        return write_outputs(out, results, m, script, report)
+        return write_outputs(out, results, m, script, report, timelines_of(st))
 
     devices = s.device_list()
     if s.overlap_startup:  # two trials per device: one starting while the other is measured

@@ -88,6 +88,17 @@ def enqueue_first(study: optuna.Study, params_list: Iterable[dict[str, Any]], *,
         study.enqueue_trial(params, user_attrs={"warm_start": True}, skip_if_exists=True)
 
 
+def timelines_of(study: optuna.Study) -> dict[int, dict[str, Any]]:
+    """Every trial's timeline (tuner.objective): those with a result, and those given up over the time
+    budget after their server was up (not results, but company to other trials' measurements)."""
+    out: dict[int, dict[str, Any]] = {}
+    for ft in study.get_trials(deepcopy=False):
+        timeline = (ft.user_attrs.get("result") or {}).get("timeline") or ft.user_attrs.get("timeline")
+        if timeline:
+            out[ft.number] = timeline
+    return out
+
+
 def results_of(study: optuna.Study) -> list[TrialResult]:
     """Every trial's stored TrialResult (trials that died without one are skipped)."""
     out = []
@@ -199,6 +210,8 @@ def run_study(
                 except OverBudget as over:  # its measurement would overrun the budget: no new trial either
                     stop.set()
                     with tell_lock:
+                        if over.timeline is not None:
+                            trial.set_user_attr("timeline", over.timeline)
                         store_interrupted(trial, str(over))
                     log.warning("trial %d given up: %s", trial.number, over)
                     return

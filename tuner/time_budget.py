@@ -16,10 +16,16 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 
 class OverBudget(Exception):
-    """Raised by a trial whose measurement would overrun the time budget (not a bug, not a result)."""
+    """Raised by a trial whose measurement would overrun the time budget (not a bug, not a result).
+    ``timeline``: the trial's phases so far (tuner.objective), kept in the study: its server was up."""
+
+    def __init__(self, why: str, timeline: dict[str, Any] | None = None) -> None:
+        super().__init__(why)
+        self.timeline = timeline
 
 
 class TimeBudget:

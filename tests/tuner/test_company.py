@@ -24,7 +24,7 @@ def test_others_startups_and_presence_during_each_measurement():
         TrialResult(3, COMPLETE, False, ServeConfig(model="/m"), slo_met=True, goodput_req_s=1.0),  # no timeline
         timed(4, launched=250.0, stopped=260.0),  # a launch that failed: a startup, never up, never measured
     ]
-    met = company(results)
+    met = company({r.number: r.timeline for r in results if r.timeline})
     assert set(met) == {0, 1, 2}
     assert met[0].others_starting_s == pytest.approx(120.0 + 10.0)  # trial 1's 110→230, trial 4's 250→260
     assert met[0].others_up_mean == pytest.approx(70.0 / 200.0)  # trial 1 up from 230 on

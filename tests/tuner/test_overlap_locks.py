@@ -121,8 +121,11 @@ def test_a_trial_whose_measurement_would_overrun_the_time_budget_is_given_up_wit
     now[0] = 500.0
     assert run_trial(1, cfg, False, ctx, said.append, device="0").state == "COMPLETE"
     now[0] = 450.0  # 150 s of the budget left, a measurement took 200 s
-    with pytest.raises(OverBudget, match="150 s left, a measurement takes 200 s"):
+    with pytest.raises(OverBudget, match="150 s left, a measurement takes 200 s") as given_up:
         run_trial(2, cfg, False, ctx, said.append, device="0")
+    # its server was up (company to other measurements): the timeline goes with it, stopped included
+    kept = given_up.value.timeline
+    assert {"launched", "ready", "stopped"} <= set(kept) and "measured" not in kept
     assert [w for _, t, w in events if t == "trial-002"] == ["start-begin", "start-end", "stop"]
     assert measured == [1] and "given up before measuring" in said[-1]
     now[0] = 100.0  # 500 s left: it measures

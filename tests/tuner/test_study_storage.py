@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from tuner.errors import UsageError
-from tuner.study import enqueue_first, finished, open_study, results_of, run_study
+from tuner.study import enqueue_first, finished, open_study, results_of, run_study, timelines_of
 from tuner.time_budget import OverBudget, TimeBudget
 
 WORKER = textwrap.dedent("""
@@ -137,7 +137,8 @@ def test_a_trial_given_up_over_the_time_budget_is_not_counted_and_no_new_trial_s
 
     def second_gives_up(trial, device):
         if trial.number == 1:
-            raise OverBudget("time budget: 10 s left, a measurement takes 200 s here")
+            raise OverBudget("time budget: 10 s left, a measurement takes 200 s here",
+                             {"host": "h", "device": "0", "launched": 5.0, "ready": 9.0, "stopped": 12.0})
         return fake_run_one(trial, device)
 
     assert run_study(study, 5, second_gives_up, lambda st: None) == 2  # trial 0 ran, trial 1 gave up, then none
@@ -145,6 +146,7 @@ def test_a_trial_given_up_over_the_time_budget_is_not_counted_and_no_new_trial_s
     assert given_up.state.name == "FAIL" and given_up.user_attrs["interrupted"] is True
     assert "10 s left" in given_up.user_attrs["given_up"]
     assert len(finished(study)) == 1 and [r.number for r in results_of(study)] == [0]
+    assert timelines_of(study) == {1: {"host": "h", "device": "0", "launched": 5.0, "ready": 9.0, "stopped": 12.0}}
     assert run_study(study, 3, fake_run_one, lambda st: None) == 2  # a resume runs two in its place
 
 
