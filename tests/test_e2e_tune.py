@@ -52,6 +52,9 @@ def test_slice_writes_the_contracted_files(study):
     assert len(done) >= 2 and done["slo_met"].any()
     # on the CPU the KV budget is exactly the KV space: the prediction must match what vLLM reported
     assert (done["kv_tokens_predicted"] == done["kv_tokens_reported"]).all()
+    # one worker: each server was stopped before the next launched, so no measurement had company
+    # (tuner.company, from the trials' wall-clock timelines)
+    assert (done["others_starting_s"] == 0).all() and (done["others_up_mean"] == 0).all()
     best = json.loads((out / "best.json").read_text())
     assert best["slo_met"] and best["vllm"]["version"] and best["model"]["fingerprint"]
     assert best["best"]["goodput_req_s"] > 0 and best["best"]["metrics"]["ttft_ms"]["p95"] <= 2000
