@@ -155,7 +155,8 @@ def run_study(
                     alone.wait(timeout=0.5)
                 if stop.is_set():
                     with tell_lock:
-                        store_interrupted(trial)
+                        if trial.number in in_flight:  # not yet stored by run_study's interrupt path
+                            store_interrupted(trial)
                     alone_number[0] = None
                     alone.notify_all()
                     return None

@@ -237,3 +237,27 @@ def test_a_baseline_cut_short_runs_again_on_resume(tmp_path):
     enqueue_first(again, [], baseline=True)  # it has its baseline now: no second one
     assert run_study(again, 4, fake_run_one, lambda st: None) == 1
     assert sum(r.is_baseline for r in results_of(again)) == 1
+
+
+def test_a_baseline_waiting_for_its_turn_is_stored_as_interrupted_when_the_run_stops(tmp_path):
+    """The trial ahead of it is given up over the time budget: the baseline never starts, a resume runs it."""
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    study.enqueue_trial({"max_num_seqs": 7}, user_attrs={"warm_start": True})
+    study.enqueue_trial({}, user_attrs={"is_baseline": True})
+    ran: list[int] = []
+
+    def ahead_gives_up(trial, device):
+        ran.append(trial.number)
+        if not trial.user_attrs.get("is_baseline"):
+            import time
+
+            time.sleep(0.5)  # the other worker has asked for the baseline meanwhile, and waits
+            raise OverBudget("time budget: 0 s left")
+        return fake_run_one(trial, device)
+
+    assert run_study(study, 4, ahead_gives_up, lambda st: None, devices=["0", "1"]) == 2
+    assert ran == [0] and all(t.user_attrs.get("interrupted") for t in study.trials)
+    assert study.trials[1].user_attrs.get("is_baseline") and finished(study) == []
+    enqueue_first(study, [], baseline=True)
+    assert run_study(study, 1, fake_run_one, lambda st: None) == 1
+    assert [r.is_baseline for r in results_of(study)] == [True]
