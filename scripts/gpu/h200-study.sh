@@ -12,6 +12,8 @@
 # CONFIRM=N: then tune's --confirm N (the best and its rival re-measured on fresh servers; with DEVICES=0,1 both
 #      at once, one per GPU). TRIALS no more than the study's finished trials confirms without searching further;
 #      the rounds are kept in study.db, so calls of CONFIRM=1 (one round fits a call) add up in best.json.
+#      Keep DEVICES the same across such calls: the rounds swap GPUs themselves, going on from the stored
+#      rounds (changing DEVICES as well undoes the swap; best.json records each measurement's GPU).
 set -euo pipefail
 target="${1:?usage: h200-study.sh a30|h200|a30-w4a16|h200-w4a16 TRIALS TIME_BUDGET_S HARD_LIMIT_S}"
 gpu="${target%-w4a16}"
