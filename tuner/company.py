@@ -1,13 +1,12 @@
 """What else ran on the host while each trial was measured, from the trials' timelines.
 
 With several workers (``--devices``) and overlapped startups, a trial is measured while other servers
-start, wait or are measured on the same host. On the H200, vLLM's defaults measured that way came out a
-third lower than on fresh servers (1.08 and 1.12 req/s in two searches against 1.61–1.82, README "Long
-documents"), while other configurations measured in the same way held; which of the other servers'
-activities did it is not known. Each trial keeps the raw wall-clock times of its
-phases (``TrialResult.timeline``: launched, ready, measured, stopped; tuner.objective); this pure function
-turns them into two figures per measured trial, written to trials.csv, so that a study tells which of its
-measurements had company and how much:
+start, wait or are measured on the same host. On the H200 vLLM's defaults measured that way came out a
+third lower than on fresh servers, while other configurations held (README "Long documents"; why the
+baseline now runs alone: tuner.study.run_study); which of the other servers' activities did it is not known.
+Each trial keeps the raw wall-clock times of its phases (``TrialResult.timeline``: launched, ready,
+measured, stopped; tuner.objective); this pure function turns them into two figures per measured trial,
+written to trials.csv, so that a study tells which of its measurements had company and how much:
 
 - ``others_starting_s``: seconds of other servers' startups (launch to warmed up) during the measurement,
   summed over those servers;

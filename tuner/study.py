@@ -76,14 +76,12 @@ def enqueue_first(study: optuna.Study, params_list: Iterable[dict[str, Any]], *,
     study whose baseline ended without a result (interrupted: Ctrl-C, a time limit, given up over the time
     budget; or its tuner was killed) gets it again: without it no gain can be stated."""
     trials = study.get_trials(deepcopy=False)
-    if trials:
-        pending = (optuna.trial.TrialState.WAITING, optuna.trial.TrialState.RUNNING)
-        if baseline and not any(t.user_attrs.get("is_baseline") and (t.state in pending or "result" in t.user_attrs)
-                                for t in trials):
-            study.enqueue_trial({}, user_attrs={"is_baseline": True})
-        return
-    if baseline:
+    pending = (optuna.trial.TrialState.WAITING, optuna.trial.TrialState.RUNNING)
+    if baseline and not any(t.user_attrs.get("is_baseline") and (t.state in pending or "result" in t.user_attrs)
+                            for t in trials):
         study.enqueue_trial({}, user_attrs={"is_baseline": True})
+    if trials:  # warm starts only into a new study
+        return
     for params in params_list:
         study.enqueue_trial(params, user_attrs={"warm_start": True}, skip_if_exists=True)
 
@@ -131,8 +129,8 @@ def run_study(
     if total_trials - len(finished(study)) <= 0:
         return 0
     ask_lock, tell_lock = threading.Lock(), threading.Lock()
-    alone = threading.Condition(ask_lock)  # notified when the baseline running alone has ended
-    alone_number: list[int | None] = [None]  # the baseline's trial number while it runs alone
+    alone = threading.Condition(ask_lock)  # notified when a trial ends (the baseline running alone, or one before it)
+    alone_number: int | None = None  # the baseline's trial number while it runs alone
     stop = threading.Event()
     durations: list[float] = []
     in_flight: dict[int, optuna.Trial] = {}
@@ -140,9 +138,9 @@ def run_study(
     workers = devices or [None]
 
     def next_trial() -> optuna.Trial | None:
-        nonlocal ran
+        nonlocal ran, alone_number
         with alone:  # counts running trials of every worker and host, not the enqueued (WAITING) ones
-            while alone_number[0] is not None and not stop.is_set():
+            while alone_number is not None and not stop.is_set():
                 alone.wait(timeout=0.5)
             if stop.is_set() or _started(study) >= total_trials:
                 return None
@@ -150,22 +148,23 @@ def run_study(
             in_flight[trial.number] = trial
             ran += 1
             if len(workers) > 1 and trial.user_attrs.get("is_baseline"):
-                alone_number[0] = trial.number
+                alone_number = trial.number
                 while len(in_flight) > 1 and not stop.is_set():  # re-run on resume, after other trials
                     alone.wait(timeout=0.5)
                 if stop.is_set():
                     with tell_lock:
                         if trial.number in in_flight:  # not yet stored by run_study's interrupt path
                             store_interrupted(trial)
-                    alone_number[0] = None
+                    alone_number = None
                     alone.notify_all()
                     return None
             return trial
 
     def ended(number: int) -> None:
+        nonlocal alone_number
         with alone:
-            if alone_number[0] == number:
-                alone_number[0] = None
+            if alone_number == number:
+                alone_number = None
             alone.notify_all()
 
     def tell(trial: optuna.Trial, result: TrialResult, seconds: float) -> None:
