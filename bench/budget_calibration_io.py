@@ -9,14 +9,39 @@ from typing import Any
 import yaml
 
 # config.json keys a calibration point keeps (enough for ModelSpec.from_config)
-SHAPE_KEYS = ("architectures", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
-              "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
-              "max_position_embeddings",
-              "torch_dtype", "tie_word_embeddings", "sliding_window", "use_sliding_window", "layer_types",
-              "num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
-              "shared_expert_intermediate_size", "decoder_sparse_step", "kv_lora_rank", "q_lora_rank",
-              "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_routed_experts", "n_shared_experts",
-              "first_k_dense_replace", "moe_layer_freq", "quantization_config")
+SHAPE_KEYS = (
+    "architectures",
+    "model_type",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "vocab_size",
+    "max_position_embeddings",
+    "torch_dtype",
+    "tie_word_embeddings",
+    "sliding_window",
+    "use_sliding_window",
+    "layer_types",
+    "num_local_experts",
+    "num_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "shared_expert_intermediate_size",
+    "decoder_sparse_step",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "n_routed_experts",
+    "n_shared_experts",
+    "first_k_dense_replace",
+    "moe_layer_freq",
+    "quantization_config",
+)
 
 
 def shape_of(model_dir: str | Path) -> dict[str, Any]:
@@ -35,12 +60,19 @@ def append_cpu_points(path: Path, rows: list[dict[str, Any]], version: str) -> N
             reported["kv_tokens"] = int(r["reported"])
         if not r["started"]:
             reported["error"] = r["error"][:300]
-        data["points"].append({
-            "source": f"bench/budget_accuracy.py --cpu-runs: {r['case']}", "vllm_version": version,
-            "device": "cpu", "shape": r["shape_config"],
-            "settings": {**r["knobs"], "env": {"VLLM_CPU_KVCACHE_SPACE": str(r["space_gib"])}},
-            "reported": reported})
-    header = ("# vLLM-CPU runs on the 2-core dev machine, written by bench/budget_accuracy.py --cpu-runs.\n"
-              "# reported.kv_tokens is the log's 'CPU KV cache size: N tokens';\n"
-              "# started = /health answered.\n")
+        data["points"].append(
+            {
+                "source": f"bench/budget_accuracy.py --cpu-runs: {r['case']}",
+                "vllm_version": version,
+                "device": "cpu",
+                "shape": r["shape_config"],
+                "settings": {**r["knobs"], "env": {"VLLM_CPU_KVCACHE_SPACE": str(r["space_gib"])}},
+                "reported": reported,
+            }
+        )
+    header = (
+        "# vLLM-CPU runs on the 2-core dev machine, written by bench/budget_accuracy.py --cpu-runs.\n"
+        "# reported.kv_tokens is the log's 'CPU KV cache size: N tokens';\n"
+        "# started = /health answered.\n"
+    )
     path.write_text(header + yaml.safe_dump(data, sort_keys=False, width=110))

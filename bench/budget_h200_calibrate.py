@@ -38,8 +38,20 @@ def run_case(case: str, out: Path, port: int, deadline: float) -> dict:
             args += [f"--{key}", value] if value else [f"--{key}"]
     model = write_model(Path("/tmp/calib-models") / shape, shape, weights=False, **overrides)
     log_path = out / f"{shape}-{port}.log"
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--load-format",
-           "dummy", "--host", "127.0.0.1", "--port", str(port), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--load-format",
+        "dummy",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *args,
+    ]
     env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", VLLM_DO_NOT_TRACK="1")
     t0 = time.time()
     with open(log_path, "w") as log:
@@ -64,8 +76,14 @@ def run_case(case: str, out: Path, port: int, deadline: float) -> dict:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     text = log_path.read_text(errors="replace")
-    result = {"case": case, "started": up, "seconds": round(time.time() - t0, 1), "reported": parse_log(text),
-              "config": json.loads((model / "config.json").read_text()), "args": args}
+    result = {
+        "case": case,
+        "started": up,
+        "seconds": round(time.time() - t0, 1),
+        "reported": parse_log(text),
+        "config": json.loads((model / "config.json").read_text()),
+        "args": args,
+    }
     if not up:
         result["error"] = [ln for ln in text.splitlines() if "Error" in ln][-3:]
     return result

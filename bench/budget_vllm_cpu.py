@@ -38,23 +38,37 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_and_read(model: str | Path, args: list[str], env: dict[str, str], log_dir: str | Path,
-                   python: str = sys.executable, timeout_s: float = 420) -> StartResult:
+def start_and_read(
+    model: str | Path,
+    args: list[str],
+    env: dict[str, str],
+    log_dir: str | Path,
+    python: str = sys.executable,
+    timeout_s: float = 420,
+) -> StartResult:
     """Start ``vllm.entrypoints.openai.api_server`` with ``args``; return what it reported, then stop it."""
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     log_path = log_dir / f"vllm-{port}.log"
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_DO_NOT_TRACK": "1",
-                **env}
-    cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host", "127.0.0.1",
-           "--port", str(port), *args]
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_DO_NOT_TRACK": "1", **env}
+    cmd = [
+        python,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *args,
+    ]
     t0 = time.monotonic()
     with open(LOCK, "w") as lock, open(log_path, "w") as log:
         fcntl.flock(lock, fcntl.LOCK_EX)
         t0 = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env,
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env, start_new_session=True)
         started = False
         try:
             while time.monotonic() - t0 < timeout_s:
@@ -73,9 +87,14 @@ def start_and_read(model: str | Path, args: list[str], env: dict[str, str], log_
     text = log_path.read_text(errors="replace")
     m = re.search(r"(?:CPU|GPU) KV cache size: ([\d,]+) tokens", text)
     b = re.search(r"'block_size': (\d+)|block_size=(\d+)", text)
-    return StartResult(started, int(m.group(1).replace(",", "")) if m else None,
-                       int(next(g for g in b.groups() if g)) if b else None,
-                       "" if started else root_cause(text), time.monotonic() - t0, str(log_path))
+    return StartResult(
+        started,
+        int(m.group(1).replace(",", "")) if m else None,
+        int(next(g for g in b.groups() if g)) if b else None,
+        "" if started else root_cause(text),
+        time.monotonic() - t0,
+        str(log_path),
+    )
 
 
 def root_cause(log_text: str) -> str:

@@ -30,8 +30,10 @@ from tuner.settings import resolve  # noqa: E402
 def spread(values: list[float]) -> str:
     if not values:
         return "no values"
-    return (f"median {statistics.median(values):.0f} ms, range {min(values):.0f}–{max(values):.0f} ms, "
-            f"max/min {max(values) / max(min(values), 1e-9):.1f}")
+    return (
+        f"median {statistics.median(values):.0f} ms, range {min(values):.0f}–{max(values):.0f} ms, "
+        f"max/min {max(values) / max(min(values), 1e-9):.1f}"
+    )
 
 
 def main() -> int:
@@ -47,36 +49,68 @@ def main() -> int:
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     out = Path(tempfile.mkdtemp(prefix="level-noise-"))
-    settings = resolve({}, {"model": args.model, "gpu": args.gpu, "slo": args.slo, "workload": args.workload,
-                            "out": str(out), "vllm_python": args.vllm_python})
+    settings = resolve(
+        {},
+        {
+            "model": args.model,
+            "gpu": args.gpu,
+            "slo": args.slo,
+            "workload": args.workload,
+            "out": str(out),
+            "vllm_python": args.vllm_python,
+        },
+    )
     inp = load_inputs(settings)
     ctx = trial_context(inp, out / "logs")
     config = base_config(inp)
     from launch.server import start_server
 
     got: dict[int, list[tuple[float | None, float | None, bool]]] = {n: [] for n in sizes}
-    with start_server(config, python=ctx.python, log_dir=ctx.log_dir, startup_timeout_s=ctx.startup_timeout_s,
-                      warmup_requests=ctx.plan.warmup_requests, base_env=None, nice=ctx.server_nice,
-                      on_progress=lambda m: print(m, flush=True)) as server:
+    with start_server(
+        config,
+        python=ctx.python,
+        log_dir=ctx.log_dir,
+        startup_timeout_s=ctx.startup_timeout_s,
+        warmup_requests=ctx.plan.warmup_requests,
+        base_env=None,
+        nice=ctx.server_nice,
+        on_progress=lambda m: print(m, flush=True),
+    ) as server:
         k = 0
         for r in range(args.rounds):
             for n in sizes if r % 2 == 0 else list(reversed(sizes)):
                 k += 1
-                rep = run_load(LoadSpec(url=server.url, model=config.name, workload=ctx.workload, rate=args.rate,
-                                        requests=n, slos=ctx.slos, tokenizer=ctx.tokenizer,
-                                        output_tokens=ctx.output_tokens, seed=1000 + k))
+                rep = run_load(
+                    LoadSpec(
+                        url=server.url,
+                        model=config.name,
+                        workload=ctx.workload,
+                        rate=args.rate,
+                        requests=n,
+                        slos=ctx.slos,
+                        tokenizer=ctx.tokenizer,
+                        output_tokens=ctx.output_tokens,
+                        seed=1000 + k,
+                    )
+                )
                 ttft, tpot = rep.value("ttft", 95), rep.value("tpot", 95)
                 got[n].append((ttft, tpot, bool(rep.slo_met)))
-                print(f"round {r} level of {n} requests at {args.rate}/s: p95 TTFT {ttft or 0:.0f} ms, "
-                      f"p95 TPOT {tpot or 0:.0f} ms, SLO {'met' if rep.slo_met else 'missed'}", flush=True)
-    print(f"workload {inp.workload.name}, SLO {settings.slo}, GPU profile {inp.gpu.name}, vLLM {inp.vllm.version}, "
-          f"rate {args.rate} req/s, {args.rounds} levels per size on one server")
+                print(
+                    f"round {r} level of {n} requests at {args.rate}/s: p95 TTFT {ttft or 0:.0f} ms, "
+                    f"p95 TPOT {tpot or 0:.0f} ms, SLO {'met' if rep.slo_met else 'missed'}",
+                    flush=True,
+                )
+    print(
+        f"workload {inp.workload.name}, SLO {settings.slo}, GPU profile {inp.gpu.name}, vLLM {inp.vllm.version}, "
+        f"rate {args.rate} req/s, {args.rounds} levels per size on one server"
+    )
     for n, rows in got.items():
         ttfts = [t for t, _, _ in rows if t is not None]
         tpots = [t for _, t, _ in rows if t is not None]
         met = sum(1 for *_, m in rows if m)
-        print(f"{n:4d} requests/level: p95 TTFT {spread(ttfts)}; p95 TPOT {spread(tpots)}; "
-              f"SLO met in {met}/{len(rows)}")
+        print(
+            f"{n:4d} requests/level: p95 TTFT {spread(ttfts)}; p95 TPOT {spread(tpots)}; SLO met in {met}/{len(rows)}"
+        )
     return 0
 
 

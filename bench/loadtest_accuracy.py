@@ -49,9 +49,7 @@ class HttpxTransport:
         )
 
     @asynccontextmanager
-    async def request(
-        self, method: str, url: str, body: bytes | None, timeout_s: float
-    ) -> AsyncIterator[Any]:
+    async def request(self, method: str, url: str, body: bytes | None, timeout_s: float) -> AsyncIterator[Any]:
         req = self.c.build_request(method, url, content=body, headers={"content-type": "application/json"})
         resp = await self.c.send(req, stream=True)
         try:
@@ -95,9 +93,7 @@ def _default_loop() -> str:
     return "uvloop"  # what loadtest.runner.run_load uses when it is installed
 
 
-def run(
-    spec: LoadSpec, transport: str = "aiohttp", loop: str = _default_loop()
-) -> tuple[LoadReport, float, float]:
+def run(spec: LoadSpec, transport: str = "aiohttp", loop: str = _default_loop()) -> tuple[LoadReport, float, float]:
     """Run one spec; returns the report, client CPU seconds and wall seconds of the run."""
 
     async def go() -> tuple[LoadReport, float, float]:
@@ -158,9 +154,7 @@ def accuracy(args: argparse.Namespace) -> None:
         ("TTFT - injected delay", ttft_vs_injected),
     ):
         s = sorted(xs)
-        print(
-            f"   {name:<38} p50 {percentile(s, 50):7.3f}  p99 {percentile(s, 99):7.3f}  max {s[-1]:7.3f} ms"
-        )
+        print(f"   {name:<38} p50 {percentile(s, 50):7.3f}  p99 {percentile(s, 99):7.3f}  max {s[-1]:7.3f} ms")
     p99 = percentile(sorted(ttft_err), 99)
     print(f"   goal p99 TTFT error <= 1 ms: {'MET' if p99 is not None and p99 <= 1.0 else 'NOT met'}")
 
@@ -200,16 +194,13 @@ def streams(args: argparse.Namespace) -> None:
     proc, url = start_server(args.hold_s * 1000, 0.0)
     try:
         n = args.streams
-        spec = LoadSpec(
-            url=url, model="fake", workload=WL, concurrency=n, requests=n, output_tokens=4, timeout_s=120
-        )
+        spec = LoadSpec(url=url, model="fake", workload=WL, concurrency=n, requests=n, output_tokens=4, timeout_s=120)
         rep, _, wall = run(spec)
         peak_server = get_json(url + "/peak")["peak"]
     finally:
         proc.kill()
     events = sorted(
-        [(r.sent_at, 1) for r in rep.records]
-        + [(r.chunks[0].t if r.chunks else r.done_at, -1) for r in rep.records]
+        [(r.sent_at, 1) for r in rep.records] + [(r.chunks[0].t if r.chunks else r.done_at, -1) for r in rep.records]
     )
     held = peak_client = 0
     for _, d in events:
@@ -220,10 +211,7 @@ def streams(args: argparse.Namespace) -> None:
         f"   ok={rep.requests_ok} failed={rep.failures or 0}; all waiting for their first token at once: "
         f"{peak_client}; server saw {peak_server} connections open at once; {wall:.1f} s"
     )
-    print(
-        f"   TTFT p50 {rep.ttft_ms.p50:.0f} ms, p99 {rep.ttft_ms.p99:.0f} ms "
-        f"(injected {args.hold_s * 1000:.0f})"
-    )
+    print(f"   TTFT p50 {rep.ttft_ms.p50:.0f} ms, p99 {rep.ttft_ms.p99:.0f} ms (injected {args.hold_s * 1000:.0f})")
     met = peak_server >= 2000 and rep.requests_failed == 0
     print(f"   goal >= 2,000 concurrent streams: {'MET' if met else 'NOT met'}")
 
@@ -246,10 +234,7 @@ def main() -> None:
         args.requests, args.cpu_requests, args.repeats, args.streams, args.hold_s = 80, 300, 1, 300, 2.0
     import os
 
-    print(
-        f"loadtest benchmark; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} "
-        "(shared machine: noisy)"
-    )
+    print(f"loadtest benchmark; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (shared machine: noisy)")
     for name, fn in (("accuracy", accuracy), ("cpu", cpu), ("streams", streams)):
         if args.only in (None, name):
             fn(args)

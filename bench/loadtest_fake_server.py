@@ -60,15 +60,12 @@ class FakeServer:
             writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
             return
         writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
-            % (len(data), data)
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(data), data)
         )
 
     async def _stream(self, writer: asyncio.StreamWriter, req: dict[str, Any], got: float) -> None:
         n = int(req.get("max_tokens") or 16)
-        writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-        )
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         await writer.drain()
         await asyncio.sleep(self.ttft)
         first = 0.0
@@ -90,9 +87,7 @@ class FakeServer:
         writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(tail), tail))
         done = time.perf_counter()
         await writer.drain()
-        self.stamps.append(
-            {"key": str(req.get("prompt", ""))[:80], "got": got, "first": first, "done": done, "n": n}
-        )
+        self.stamps.append({"key": str(req.get("prompt", ""))[:80], "got": got, "first": first, "done": done, "n": n})
 
 
 def serve(port_out: Any, ttft_ms: float, tpot_ms: float) -> None:

@@ -68,8 +68,9 @@ def same_measurement(study_dir: Path, ours: dict) -> None:
         raise UsageError(f"--search-from {study_dir}: cannot read the study's settings from best.json ({e})") from e
     differ = [f"{k}: study {theirs.get(k)!r}, grid {ours.get(k)!r}" for k in COMPARED if theirs.get(k) != ours.get(k)]
     if differ:
-        raise UsageError(f"--search-from {study_dir} was measured differently; pass the same options: "
-                         + "; ".join(differ))
+        raise UsageError(
+            f"--search-from {study_dir} was measured differently; pass the same options: " + "; ".join(differ)
+        )
 
 
 def main() -> int:
@@ -85,24 +86,52 @@ def main() -> int:
     ap.add_argument("--load-format")
     ap.add_argument("--level-seconds", type=float)
     ap.add_argument("--emulate-on", help="as tune's --emulate-on (memory emulation of a smaller GPU)")
-    ap.add_argument("--search-from", type=Path, metavar="STUDY_DIR",
-                    help="compare with this finished tune study instead of running a search")
-    ap.add_argument("--time-budget", type=float, metavar="S",
-                    help="no new grid point or search trial past S seconds (covers both stages)")
-    ap.add_argument("--remeasure", type=int, default=0, metavar="N",
-                    help="then measure the grid's best, the search's best and the defaults N more times each "
-                         "(fresh servers, interleaved): one measurement per config is noisy, and the best of "
-                         "many noisy measurements is biased upwards")
-    ap.add_argument("--remeasure-search-first", action="store_true",
-                    help="start the re-measurements with the search's best instead of the grid's best (two "
-                         "workers on two GPUs, one each way, spread the order's effect)")
+    ap.add_argument(
+        "--search-from",
+        type=Path,
+        metavar="STUDY_DIR",
+        help="compare with this finished tune study instead of running a search",
+    )
+    ap.add_argument(
+        "--time-budget",
+        type=float,
+        metavar="S",
+        help="no new grid point or search trial past S seconds (covers both stages)",
+    )
+    ap.add_argument(
+        "--remeasure",
+        type=int,
+        default=0,
+        metavar="N",
+        help="then measure the grid's best, the search's best and the defaults N more times each "
+        "(fresh servers, interleaved): one measurement per config is noisy, and the best of "
+        "many noisy measurements is biased upwards",
+    )
+    ap.add_argument(
+        "--remeasure-search-first",
+        action="store_true",
+        help="start the re-measurements with the search's best instead of the grid's best (two "
+        "workers on two GPUs, one each way, spread the order's effect)",
+    )
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    settings = resolve({}, {"model": args.model, "gpu": args.gpu, "slo": args.slo, "workload": args.workload,
-                            "trials": args.trials, "out": str(out / "search"), "vllm_python": args.vllm_python,
-                            "load_format": args.load_format, "resume": (out / "search" / "study.db").exists() or None,
-                            "level_seconds": args.level_seconds, "emulate_on": args.emulate_on})
+    settings = resolve(
+        {},
+        {
+            "model": args.model,
+            "gpu": args.gpu,
+            "slo": args.slo,
+            "workload": args.workload,
+            "trials": args.trials,
+            "out": str(out / "search"),
+            "vllm_python": args.vllm_python,
+            "load_format": args.load_format,
+            "resume": (out / "search" / "study.db").exists() or None,
+            "level_seconds": args.level_seconds,
+            "emulate_on": args.emulate_on,
+        },
+    )
     if args.search_from is not None:
         try:
             same_measurement(args.search_from, settings.to_dict())
@@ -126,15 +155,24 @@ def main() -> int:
         if key in done:
             continue
         if args.time_budget and took and time.monotonic() - t0 + statistics.median(took) > args.time_budget:
-            print(f"time budget of {args.time_budget:.0f} s nearly spent: {len(done)}/{len(points)} grid points "
-                  "measured; run again to continue", flush=True)
+            print(
+                f"time budget of {args.time_budget:.0f} s nearly spent: {len(done)}/{len(points)} grid points "
+                "measured; run again to continue",
+                flush=True,
+            )
             return 3
         started = time.monotonic()
-        res = run_trial(1000 + i, replace(base, **point), False, ctx,
-                        lambda m, i=i: print(f"[grid {i}] {m}", flush=True))
+        res = run_trial(
+            1000 + i, replace(base, **point), False, ctx, lambda m, i=i: print(f"[grid {i}] {m}", flush=True)
+        )
         took.append(time.monotonic() - started)
-        row = {"point": point, "state": res.state, "goodput_req_s": res.goodput_req_s, "slo_met": res.slo_met,
-               "fail_reason": res.fail_reason}
+        row = {
+            "point": point,
+            "state": res.state,
+            "goodput_req_s": res.goodput_req_s,
+            "slo_met": res.slo_met,
+            "fail_reason": res.fail_reason,
+        }
         done[key] = row
         with path.open("a") as f:
             f.write(json.dumps(row) + "\n")
@@ -154,24 +192,31 @@ def main() -> int:
     # counts with its mean (tuner.outputs.summarize)
     running, reached = 0.0, None
     for k in range(len(results)):
-        running = summarize(results[:k + 1]).best_goodput or 0.0
+        running = summarize(results[: k + 1]).best_goodput or 0.0
         if reached is None and grid_best > 0 and running >= 0.95 * grid_best:
             reached = k + 1
     summary = summarize(results)
     best = summary.best
     print(f"workload {inp.workload.name}, SLO {settings.slo}, GPU profile {inp.gpu.name}, vLLM {inp.vllm.version}")
     print(f"grid: {len(points)} points, best goodput {grid_best:.3f} req/s")
-    print(f"search ({study_dir}): {len(results)} trials, best goodput {running:.3f} req/s = "
-          f"{(running / grid_best * 100 if grid_best else 0):.0f}% of the grid's best; "
-          + (f"95% reached after {reached} trials" if reached else f"95% not reached in {len(results)} trials"))
+    print(
+        f"search ({study_dir}): {len(results)} trials, best goodput {running:.3f} req/s = "
+        f"{(running / grid_best * 100 if grid_best else 0):.0f}% of the grid's best; "
+        + (f"95% reached after {reached} trials" if reached else f"95% not reached in {len(results)} trials")
+    )
     if summary.gain_over_baseline is not None and best is not None:
-        print(f"gain over vLLM defaults: {summary.gain_over_baseline * 100:+.0f}% ({summary.baseline_note}; "
-              f"best: trial {best.number}'s configuration, {summary.best_goodput_text()})")
+        print(
+            f"gain over vLLM defaults: {summary.gain_over_baseline * 100:+.0f}% ({summary.baseline_note}; "
+            f"best: trial {best.number}'s configuration, {summary.best_goodput_text()})"
+        )
     else:
         print("gain over vLLM defaults: n/a (no baseline that met the SLO)")
     if args.search_from is None and len(results) < args.trials:
-        print(f"search unfinished: {len(results)}/{args.trials} trials (figures above are interim); "
-              "run again to continue", flush=True)
+        print(
+            f"search unfinished: {len(results)}/{args.trials} trials (figures above are interim); "
+            "run again to continue",
+            flush=True,
+        )
         return 3
     if args.remeasure:
         grid_point = max(done.values(), key=lambda r: r["goodput_req_s"])["point"]
@@ -192,20 +237,25 @@ def remeasure(contenders: dict[str, object], n: int, ctx: object, path: Path) ->
     def measure(k: int, name: str, config: object, _device: object) -> object:  # the GPU: CUDA_VISIBLE_DEVICES
         res = run_trial(2000 + k, config, False, ctx, lambda m: print(f"[{name}] {m}", flush=True))
         with path.open("a") as f:
-            f.write(json.dumps({"name": name, "k": k,
-                                "goodput_req_s": res.goodput_req_s if res.slo_met else 0.0}) + "\n")
+            f.write(
+                json.dumps({"name": name, "k": k, "goodput_req_s": res.goodput_req_s if res.slo_met else 0.0}) + "\n"
+            )
         return res
 
     got = round_robin(contenders, n, measure, lambda m: print(m, flush=True))
     means = {name: sum(v) / len(v) for name, v in got.items()}
     for name, vals in got.items():
-        print(f"re-measured {name}: mean {means[name]:.3f} req/s over {len(vals)} "
-              f"(min {min(vals):.3f}, max {max(vals):.3f})")
+        print(
+            f"re-measured {name}: mean {means[name]:.3f} req/s over {len(vals)} "
+            f"(min {min(vals):.3f}, max {max(vals):.3f})"
+        )
     grid_mean = next(v for k, v in means.items() if k.startswith("grid best"))
     best_search = max((v for k, v in means.items() if not k.startswith("grid best")), default=0.0)
     top = max(means, key=means.__getitem__)
-    print(f"re-measured: the search's best (or the defaults, if they won) = {best_search / grid_mean * 100:.0f}% "
-          f"of the grid's best; defaults → best: {(means[top] / means['vLLM defaults'] - 1) * 100:+.0f}% ({top})")
+    print(
+        f"re-measured: the search's best (or the defaults, if they won) = {best_search / grid_mean * 100:.0f}% "
+        f"of the grid's best; defaults → best: {(means[top] / means['vLLM defaults'] - 1) * 100:+.0f}% ({top})"
+    )
 
 
 if __name__ == "__main__":

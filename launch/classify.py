@@ -36,41 +36,60 @@ PHASES = ("startup", "warmup", "running")
 
 # (reason, pattern, how to fix). Order matters: first match wins.
 _RULES: tuple[tuple[str, str, str], ...] = (
-    ("port_in_use", r"\[Errno 98\]|[Aa]ddress already in use",
-     "the port is taken; pick another PORT or leave it to slotune"),
-    ("kv_cache_too_small_for_max_model_len",
-     r"To serve at least one request with the models?'s max seq len"
-     r"|max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache",
-     "lower max_model_len or give the KV cache more memory (gpu_memory_utilization, "
-     "kv_cache_memory_bytes, VLLM_CPU_KVCACHE_SPACE)"),
-    ("no_kv_cache_blocks", r"No available memory for the cache blocks",
-     "weights + activations leave no memory for the KV cache: raise gpu_memory_utilization, "
-     "quantize, or lower max_num_batched_tokens / max_num_seqs"),
-    ("memory_profiling_disturbed", r"Error in memory profiling",
-     "another process freed or took GPU memory while this server measured its own use: start and stop "
-     "no other server on this GPU during a startup (slotune serializes its own), then retry"),
-    ("oom",
-     r"(?:CUDA|HIP|XPU)? ?out of memory|OutOfMemoryError|not enough GPU memory"
-     r"|is less than desired (?:GPU|CPU) memory utilization"
-     r"|less than requested memory for kv|can't allocate memory|Cannot allocate memory"
-     r"|CUBLAS_STATUS_ALLOC_FAILED|std::bad_alloc|MemoryError",
-     "out of memory: lower gpu_memory_utilization / max_num_seqs / max_num_batched_tokens, "
-     "quantize, or free memory used by other processes"),
-    ("unsupported_quantization",
-     r"Unknown quantization method|quantization is currently not supported in"
-     r"|quantization method \S+ is not supported for the current GPU"
-     r"|Quantization scheme is not supported for the current GPU"
-     r"|Cannot find the config file for \S+|does not match the quantization method"
-     r"|is not supported for quantization method|quantization method \S+ is deprecated",
-     "this vLLM / device cannot run that quantization: use another method or leave quantization unset"),
-    ("unsupported_model",
-     r"Model architectures \[.*\] are not supported|Cannot find model module"
-     r"|does not recognize this architecture|Unrecognized model in|model type .* not (?:yet )?supported",
-     "this vLLM cannot serve that architecture: upgrade vLLM or use a supported model"),
-    ("invalid_argument",
-     r": error: (?:unrecognized arguments|argument |the following arguments are required|invalid choice)"
-     r"|validation errors? for \w+Config|ValidationError|Invalid value for|is not a valid",
-     "vLLM rejected an argument: fix the flag value named in the message"),
+    (
+        "port_in_use",
+        r"\[Errno 98\]|[Aa]ddress already in use",
+        "the port is taken; pick another PORT or leave it to slotune",
+    ),
+    (
+        "kv_cache_too_small_for_max_model_len",
+        r"To serve at least one request with the models?'s max seq len"
+        r"|max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache",
+        "lower max_model_len or give the KV cache more memory (gpu_memory_utilization, "
+        "kv_cache_memory_bytes, VLLM_CPU_KVCACHE_SPACE)",
+    ),
+    (
+        "no_kv_cache_blocks",
+        r"No available memory for the cache blocks",
+        "weights + activations leave no memory for the KV cache: raise gpu_memory_utilization, "
+        "quantize, or lower max_num_batched_tokens / max_num_seqs",
+    ),
+    (
+        "memory_profiling_disturbed",
+        r"Error in memory profiling",
+        "another process freed or took GPU memory while this server measured its own use: start and stop "
+        "no other server on this GPU during a startup (slotune serializes its own), then retry",
+    ),
+    (
+        "oom",
+        r"(?:CUDA|HIP|XPU)? ?out of memory|OutOfMemoryError|not enough GPU memory"
+        r"|is less than desired (?:GPU|CPU) memory utilization"
+        r"|less than requested memory for kv|can't allocate memory|Cannot allocate memory"
+        r"|CUBLAS_STATUS_ALLOC_FAILED|std::bad_alloc|MemoryError",
+        "out of memory: lower gpu_memory_utilization / max_num_seqs / max_num_batched_tokens, "
+        "quantize, or free memory used by other processes",
+    ),
+    (
+        "unsupported_quantization",
+        r"Unknown quantization method|quantization is currently not supported in"
+        r"|quantization method \S+ is not supported for the current GPU"
+        r"|Quantization scheme is not supported for the current GPU"
+        r"|Cannot find the config file for \S+|does not match the quantization method"
+        r"|is not supported for quantization method|quantization method \S+ is deprecated",
+        "this vLLM / device cannot run that quantization: use another method or leave quantization unset",
+    ),
+    (
+        "unsupported_model",
+        r"Model architectures \[.*\] are not supported|Cannot find model module"
+        r"|does not recognize this architecture|Unrecognized model in|model type .* not (?:yet )?supported",
+        "this vLLM cannot serve that architecture: upgrade vLLM or use a supported model",
+    ),
+    (
+        "invalid_argument",
+        r": error: (?:unrecognized arguments|argument |the following arguments are required|invalid choice)"
+        r"|validation errors? for \w+Config|ValidationError|Invalid value for|is not a valid",
+        "vLLM rejected an argument: fix the flag value named in the message",
+    ),
 )
 _COMPILED = tuple((r, re.compile(p), fix) for r, p, fix in _RULES)
 
@@ -121,15 +140,20 @@ def classify_failure(log_text: str, returncode: int | None, phase: str) -> tuple
                 where = "" if phase == "startup" else f" (during {phase}, after the server was up)"
                 said = _clip(_message_line(lines, idx))
                 return reason, f"{fix}{where}; vLLM said: {said} [{_exit_text(returncode)}]"
-    errors = [ln for ln in reversed(lines) if _ERROR_LINE.search(ln)
-              and not _NOISE.search(ln) and not _NOT_AN_ERROR.search(ln)]
+    errors = [
+        ln
+        for ln in reversed(lines)
+        if _ERROR_LINE.search(ln) and not _NOISE.search(ln) and not _NOT_AN_ERROR.search(ln)
+    ]
     last_error = next((ln for ln in errors if not _GENERIC.search(ln)), errors[0] if errors else "")
     said = f"; last error line: {_clip(last_error)}" if last_error else ""
     if returncode is None and phase == "startup":
         return "startup_timeout", f"no answer on /health before the startup timeout{said}"
     if phase == "startup" and returncode in (-9, 137):
-        return "oom", ("killed by SIGKILL during startup without an error message, most likely by the "
-                       f"kernel's OOM killer (check `dmesg`){said}")
+        return "oom", (
+            "killed by SIGKILL during startup without an error message, most likely by the "
+            f"kernel's OOM killer (check `dmesg`){said}"
+        )
     if phase == "warmup" and returncode is None:
         return "warmup_failed", f"the server is up but its warmup requests failed{said}"
     if phase in ("warmup", "running"):

@@ -54,7 +54,8 @@ def _require(info: VllmInfo, flag: str, field: str) -> None:
     if not info.has(flag):
         raise LaunchInputError(
             f"vLLM {info.version} ({info.python}) has no flag {flag} (ServeConfig.{field}); "
-            f"leave {field} unset for this version or install a vLLM that supports it")
+            f"leave {field} unset for this version or install a vLLM that supports it"
+        )
 
 
 def _value(v: Any) -> str:
@@ -68,18 +69,21 @@ def speculative_config_json(config: ServeConfig) -> str | None:
         if config.num_speculative_tokens is not None or config.speculative_model is not None:
             raise LaunchInputError(
                 "num_speculative_tokens/speculative_model are set but speculative_method is "
-                f"{method!r}; set speculative_method (ngram, draft, eagle) or clear them")
+                f"{method!r}; set speculative_method (ngram, draft, eagle) or clear them"
+            )
         return None
     vllm_method = SPEC_METHODS.get(method, method)
     if config.num_speculative_tokens is None or config.num_speculative_tokens < 1:
-        raise LaunchInputError(f"speculative_method={method!r} needs num_speculative_tokens >= 1 "
-                               f"(got {config.num_speculative_tokens!r})")
+        raise LaunchInputError(
+            f"speculative_method={method!r} needs num_speculative_tokens >= 1 (got {config.num_speculative_tokens!r})"
+        )
     spec: dict[str, Any] = {"method": vllm_method, "num_speculative_tokens": config.num_speculative_tokens}
     if config.speculative_model is not None:
         spec["model"] = config.speculative_model
     elif vllm_method in NEEDS_DRAFT_MODEL:
-        raise LaunchInputError(f"speculative_method={method!r} needs speculative_model "
-                               "(the draft model / EAGLE head directory)")
+        raise LaunchInputError(
+            f"speculative_method={method!r} needs speculative_model (the draft model / EAGLE head directory)"
+        )
     return json.dumps(spec, sort_keys=True, separators=(",", ":"))
 
 
@@ -90,16 +94,19 @@ def _check_extra_args(extra: tuple[str, ...], info: VllmInfo) -> None:
             # "--compilation-config.level" style dotted sub-keys belong to their parent flag;
             # a short option may carry its value ("-q" "fp8" or "-qfp8"); vLLM's parser rewrites
             # "-O3" / "-O 3" to "--optimization-level 3" before argparse sees it
-            known = info.has(flag) or info.has(flag.split(".", 1)[0]) or (
-                not flag.startswith("--") and info.has(flag[:2])) or (
-                flag.startswith("-O") and info.has("--optimization-level"))
+            known = (
+                info.has(flag)
+                or info.has(flag.split(".", 1)[0])
+                or (not flag.startswith("--") and info.has(flag[:2]))
+                or (flag.startswith("-O") and info.has("--optimization-level"))
+            )
             if not known:
                 raise LaunchInputError(
-                    f"extra argument {arg!r}: vLLM {info.version} ({info.python}) has no flag {flag}")
+                    f"extra argument {arg!r}: vLLM {info.version} ({info.python}) has no flag {flag}"
+                )
 
 
-def build_command(config: ServeConfig, info: VllmInfo, *, host: str, port: int
-                  ) -> tuple[list[str], dict[str, str]]:
+def build_command(config: ServeConfig, info: VllmInfo, *, host: str, port: int) -> tuple[list[str], dict[str, str]]:
     """argv (``info.python -m vllm.entrypoints.openai.api_server ...``) and the env additions."""
     argv = [info.python, "-m", API_SERVER]
     for field, flag in FLAG_OF.items():
@@ -115,14 +122,17 @@ def build_command(config: ServeConfig, info: VllmInfo, *, host: str, port: int
                 if negative is None:
                     raise LaunchInputError(
                         f"vLLM {info.version} cannot turn {flag} off (no negative form of the flag); "
-                        f"leave ServeConfig.{field} unset instead of False")
+                        f"leave ServeConfig.{field} unset instead of False"
+                    )
                 argv.append(negative)
             continue
         _require(info, flag, field)
         allowed = info.choices_of(flag)
         if allowed is not None and str(value) not in allowed:
-            raise LaunchInputError(f"ServeConfig.{field}={value!r} is not accepted by vLLM {info.version} "
-                                   f"{flag}; choose one of: {', '.join(allowed)}")
+            raise LaunchInputError(
+                f"ServeConfig.{field}={value!r} is not accepted by vLLM {info.version} "
+                f"{flag}; choose one of: {', '.join(allowed)}"
+            )
         argv += [flag, _value(value)]
     spec = speculative_config_json(config)
     if spec is not None:
@@ -149,7 +159,10 @@ def env_to_unset(config: ServeConfig, info: VllmInfo) -> tuple[str, ...]:
     no way out either (vLLM later evaluates every variable with ``int()``). Unless the config
     itself sets it, it must not reach the server.
     """
-    if info.platform == "cpu" and config.kv_cache_memory_bytes is not None \
-            and "VLLM_CPU_KVCACHE_SPACE" not in dict(config.env):
+    if (
+        info.platform == "cpu"
+        and config.kv_cache_memory_bytes is not None
+        and "VLLM_CPU_KVCACHE_SPACE" not in dict(config.env)
+    ):
         return ("VLLM_CPU_KVCACHE_SPACE",)
     return ()

@@ -36,8 +36,16 @@ _WAIT = "import docker, sys; sys.exit(docker.from_env().containers.get(sys.argv[
 _REMOVE = "import docker, sys; docker.from_env().containers.get(sys.argv[1]).remove(force=True)"
 
 
-def container_spec(config: ServeConfig, info: VllmInfo, *, host: str, port: int, image: str | None = None,
-                   gpus: str | list[str] = "all", name: str | None = None) -> dict[str, Any]:
+def container_spec(
+    config: ServeConfig,
+    info: VllmInfo,
+    *,
+    host: str,
+    port: int,
+    image: str | None = None,
+    gpus: str | list[str] = "all",
+    name: str | None = None,
+) -> dict[str, Any]:
     """kwargs for ``client.containers.run`` (``detach=True``); ``gpus`` is "all" or device ids."""
     args, env, mounts = container_command(config, info, container_port=CONTAINER_PORT)
     if gpus == "all":
@@ -62,8 +70,17 @@ def container_spec(config: ServeConfig, info: VllmInfo, *, host: str, port: int,
 class DockerServer(ServerBase):
     """A vLLM container owned by this process; the interface of launch.server.LaunchedServer."""
 
-    def __init__(self, *, config: ServeConfig, info: VllmInfo, container: Any, host: str, port: int,
-                 log_path: Path, grace_s: float = 15.0) -> None:
+    def __init__(
+        self,
+        *,
+        config: ServeConfig,
+        info: VllmInfo,
+        container: Any,
+        host: str,
+        port: int,
+        log_path: Path,
+        grace_s: float = 15.0,
+    ) -> None:
         self.config = config
         self.info = info
         self.host = host
@@ -139,16 +156,28 @@ def _client(client: Any) -> Any:
     try:
         import docker
     except ImportError:
-        raise LaunchInputError("the Docker backend needs the docker SDK: pip install 'slotune[docker]' "
-                               "(or pip install docker)") from None
+        raise LaunchInputError(
+            "the Docker backend needs the docker SDK: pip install 'slotune[docker]' (or pip install docker)"
+        ) from None
     return docker.from_env()
 
 
-def start_docker_server(config: ServeConfig, info: VllmInfo, *, host: str = "127.0.0.1",
-                        port: int | None = None, log_dir: Path, startup_timeout_s: float = 900,
-                        warmup_requests: int = 2, on_progress: Callable[[str], None] | None = None,
-                        grace_s: float = 15.0, image: str | None = None, gpus: str | list[str] = "all",
-                        client: Any = None, watchdog: bool = True) -> DockerServer:
+def start_docker_server(
+    config: ServeConfig,
+    info: VllmInfo,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    log_dir: Path,
+    startup_timeout_s: float = 900,
+    warmup_requests: int = 2,
+    on_progress: Callable[[str], None] | None = None,
+    grace_s: float = 15.0,
+    image: str | None = None,
+    gpus: str | list[str] = "all",
+    client: Any = None,
+    watchdog: bool = True,
+) -> DockerServer:
     """Run ``config`` in the vllm-openai image; return once healthy and warmed up.
 
     ``info`` describes the image's vLLM (e.g. ``VllmInfo.from_dict`` of a cached probe of the same
@@ -161,14 +190,19 @@ def start_docker_server(config: ServeConfig, info: VllmInfo, *, host: str = "127
     log_path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     container = docker_client.containers.run(**spec)
-    server = DockerServer(config=config, info=info, container=container, host=host, port=chosen,
-                          log_path=log_path, grace_s=grace_s)
+    server = DockerServer(
+        config=config, info=info, container=container, host=host, port=chosen, log_path=log_path, grace_s=grace_s
+    )
     try:
         if watchdog:
             cid = str(container.id)
             proc, log_file, _ = spawn_watched(
-                [sys.executable, "-c", _WAIT, cid], dict(os.environ), log_path.with_suffix(".watchdog.log"),
-                grace_s, on_orphan=[sys.executable, "-c", _REMOVE, cid])
+                [sys.executable, "-c", _WAIT, cid],
+                dict(os.environ),
+                log_path.with_suffix(".watchdog.log"),
+                grace_s,
+                on_orphan=[sys.executable, "-c", _REMOVE, cid],
+            )
             server._watchdog = (proc, log_file)
         if on_progress is not None:
             on_progress(f"starting {spec['image']} as container {str(container.id)[:12]} on {server.url}")

@@ -1,10 +1,10 @@
 """launch's exceptions.
 
-    LaunchError
-     ├── LaunchInputError   the config cannot be turned into a command for the installed vLLM
-     │                      (unknown flag for that version, no vLLM in that interpreter): exit 2
-     └── LaunchFailure      the server did not come up / died; carries a structured ``reason``
-                            (see launch.classify) and the log tail
+LaunchError
+ ├── LaunchInputError   the config cannot be turned into a command for the installed vLLM
+ │                      (unknown flag for that version, no vLLM in that interpreter): exit 2
+ └── LaunchFailure      the server did not come up / died; carries a structured ``reason``
+                        (see launch.classify) and the log tail
 """
 
 from __future__ import annotations

@@ -33,12 +33,13 @@ def hash_model_dir(model_dir: str, file_digest: Callable[[str], str] | None = No
                 h.update(block)
         return h.hexdigest()
 
-    suffixes = (".json", ".safetensors", ".bin", ".pt", ".pth", ".gguf", ".model", ".tiktoken",
-                ".txt", ".jinja", ".py")
+    suffixes = (".json", ".safetensors", ".bin", ".pt", ".pth", ".gguf", ".model", ".tiktoken", ".txt", ".jinja", ".py")
     digest = file_digest or content_digest
-    names = sorted(n for n in os.listdir(model_dir)
-                   if n.endswith(suffixes) and not n.startswith(".")
-                   and os.path.isfile(os.path.join(model_dir, n)))
+    names = sorted(
+        n
+        for n in os.listdir(model_dir)
+        if n.endswith(suffixes) and not n.startswith(".") and os.path.isfile(os.path.join(model_dir, n))
+    )
     if not any(n == "config.json" for n in names):
         raise FileNotFoundError(f"{model_dir} has no config.json: not a model directory")
     total = hashlib.sha256(b"slotune-model-fingerprint-v1\n")

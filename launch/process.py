@@ -28,7 +28,7 @@ def group_members(pgid: int) -> list[int]:
                 stat = f.read().decode("ascii", "replace")
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) "
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) "
         if len(fields) > 2 and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
             out.append(int(name))
     return out
@@ -51,17 +51,39 @@ def read_log_tail(path: Path, nbytes: int = LOG_TAIL_BYTES) -> str:
         return ""
 
 
-def spawn_watched(argv: list[str], env: dict[str, str], log_path: Path, grace_s: float,
-                  on_orphan: list[str] | None = None,
-                  nice: int = 0) -> tuple[subprocess.Popen[bytes], IO[bytes], Path]:
+def spawn_watched(
+    argv: list[str],
+    env: dict[str, str],
+    log_path: Path,
+    grace_s: float,
+    on_orphan: list[str] | None = None,
+    nice: int = 0,
+) -> tuple[subprocess.Popen[bytes], IO[bytes], Path]:
     """Run ``argv`` under the watchdog in a new session; output appended to ``log_path``;
     ``nice`` > 0 lowers the priority of that session (see watchdog.lower_priority)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_file = open(log_path, "ab")
     pidfile = log_path.with_suffix(".pid")
-    cmd = [sys.executable, str(WATCHDOG), "--grace", str(grace_s), "--pidfile", str(pidfile),
-           "--on-orphan", json.dumps(on_orphan or []), *(["--nice", str(nice)] if nice > 0 else []),
-           "--", *argv]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
-                            env=env, start_new_session=True, close_fds=True)
+    cmd = [
+        sys.executable,
+        str(WATCHDOG),
+        "--grace",
+        str(grace_s),
+        "--pidfile",
+        str(pidfile),
+        "--on-orphan",
+        json.dumps(on_orphan or []),
+        *(["--nice", str(nice)] if nice > 0 else []),
+        "--",
+        *argv,
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
     return proc, log_file, pidfile

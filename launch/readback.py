@@ -41,8 +41,7 @@ class ReadBack:
 
     def merged(self, other: ReadBack) -> ReadBack:
         """``self`` with its None fields filled from ``other``."""
-        return replace(self, **{f.name: getattr(other, f.name) for f in fields(self)
-                                if getattr(self, f.name) is None})
+        return replace(self, **{f.name: getattr(other, f.name) for f in fields(self) if getattr(self, f.name) is None})
 
 
 def _int(s: str | None) -> int | None:

@@ -32,9 +32,19 @@ from launch.vllm_info import VllmInfo, probe_vllm
 class LaunchedServer(ServerBase):
     """A live vLLM server owned by this process. Context manager; ``stop()`` is idempotent."""
 
-    def __init__(self, *, config: ServeConfig, info: VllmInfo, host: str, port: int, log_path: Path,
-                 proc: subprocess.Popen[bytes], log_file: IO[bytes], pidfile: Path,
-                 grace_s: float = 15.0) -> None:
+    def __init__(
+        self,
+        *,
+        config: ServeConfig,
+        info: VllmInfo,
+        host: str,
+        port: int,
+        log_path: Path,
+        proc: subprocess.Popen[bytes],
+        log_file: IO[bytes],
+        pidfile: Path,
+        grace_s: float = 15.0,
+    ) -> None:
         self.config = config
         self.info = info
         self.host = host
@@ -121,9 +131,20 @@ class LaunchedServer(ServerBase):
         return f"LaunchedServer({self.url}, pid={self.pid}, {state}, log={self.log_path})"
 
 
-def _start_once(config: ServeConfig, info: VllmInfo, *, host: str, port: int, log_dir: Path,
-                startup_timeout_s: float, warmup_requests: int, on_progress: Callable[[str], None] | None,
-                grace_s: float, base_env: dict[str, str] | None, nice: int) -> LaunchedServer:
+def _start_once(
+    config: ServeConfig,
+    info: VllmInfo,
+    *,
+    host: str,
+    port: int,
+    log_dir: Path,
+    startup_timeout_s: float,
+    warmup_requests: int,
+    on_progress: Callable[[str], None] | None,
+    grace_s: float,
+    base_env: dict[str, str] | None,
+    nice: int,
+) -> LaunchedServer:
     argv, env_add = build_command(config, info, host=host, port=port)
     env = {**(os.environ if base_env is None else base_env), **env_add}
     for name in env_to_unset(config, info):
@@ -131,15 +152,23 @@ def _start_once(config: ServeConfig, info: VllmInfo, *, host: str, port: int, lo
     log_path = Path(log_dir) / f"vllm-{time.strftime('%Y%m%d-%H%M%S')}-{port}.log"
     t0 = time.monotonic()
     proc, log_file, pidfile = spawn_watched(argv, env, log_path, grace_s, nice=nice)
-    server = LaunchedServer(config=config, info=info, host=host, port=port, log_path=log_path,
-                            proc=proc, log_file=log_file, pidfile=pidfile, grace_s=grace_s)
+    server = LaunchedServer(
+        config=config,
+        info=info,
+        host=host,
+        port=port,
+        log_path=log_path,
+        proc=proc,
+        log_file=log_file,
+        pidfile=pidfile,
+        grace_s=grace_s,
+    )
     try:
         if on_progress is not None:
             on_progress(f"starting vLLM {info.version} on {server.url} (log: {log_path})")
         wait_healthy(server, startup_timeout_s, on_progress, t0)
         if on_progress is not None:
-            on_progress(f"vLLM healthy after {time.monotonic() - t0:.0f} s; "
-                        f"{warmup_requests} warmup request(s)")
+            on_progress(f"vLLM healthy after {time.monotonic() - t0:.0f} s; {warmup_requests} warmup request(s)")
         warm_up(server, warmup_requests)
         server.startup_s = time.monotonic() - t0
         server.readback = read_back(server)
@@ -149,11 +178,21 @@ def _start_once(config: ServeConfig, info: VllmInfo, *, host: str, port: int, lo
     return server
 
 
-def start_server(config: ServeConfig, *, python: str, host: str = "127.0.0.1", port: int | None = None,
-                 log_dir: Path, startup_timeout_s: float = 600, warmup_requests: int = 2,
-                 on_progress: Callable[[str], None] | None = None, grace_s: float = 15.0,
-                 info: VllmInfo | None = None, base_env: dict[str, str] | None = None,
-                 nice: int = 0) -> LaunchedServer:
+def start_server(
+    config: ServeConfig,
+    *,
+    python: str,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    log_dir: Path,
+    startup_timeout_s: float = 600,
+    warmup_requests: int = 2,
+    on_progress: Callable[[str], None] | None = None,
+    grace_s: float = 15.0,
+    info: VllmInfo | None = None,
+    base_env: dict[str, str] | None = None,
+    nice: int = 0,
+) -> LaunchedServer:
     """Launch ``config`` with the vLLM of ``python``; return once it is healthy and warmed up.
 
     ``port=None`` picks a free port (and retries once with another if it was taken meanwhile).
@@ -168,14 +207,31 @@ def start_server(config: ServeConfig, *, python: str, host: str = "127.0.0.1", p
     for attempt in range(attempts):
         chosen = port if port is not None else free_port(host)
         try:
-            return _start_once(config, info, host=host, port=chosen, log_dir=log_dir,
-                               startup_timeout_s=startup_timeout_s, warmup_requests=warmup_requests,
-                               on_progress=on_progress, grace_s=grace_s, base_env=base_env, nice=nice)
+            return _start_once(
+                config,
+                info,
+                host=host,
+                port=chosen,
+                log_dir=log_dir,
+                startup_timeout_s=startup_timeout_s,
+                warmup_requests=warmup_requests,
+                on_progress=on_progress,
+                grace_s=grace_s,
+                base_env=base_env,
+                nice=nice,
+            )
         except LaunchFailure as e:
             if e.reason != "port_in_use" or attempt + 1 == attempts:
                 raise
     raise AssertionError("unreachable")
 
 
-__all__ = ["LOG_TAIL_BYTES", "LaunchedServer", "free_port", "group_members", "read_log_tail", "spawn_watched",
-           "start_server"]
+__all__ = [
+    "LOG_TAIL_BYTES",
+    "LaunchedServer",
+    "free_port",
+    "group_members",
+    "read_log_tail",
+    "spawn_watched",
+    "start_server",
+]

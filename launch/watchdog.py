@@ -38,7 +38,7 @@ def _group_members(pgid: int) -> list[int]:
                 stat = f.read().decode("ascii", "replace")
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) "
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) "
         if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
             out.append(int(name))
     return out
@@ -74,8 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--grace", type=float, default=10.0)
     ap.add_argument("--pidfile", default=None)
-    ap.add_argument("--on-orphan", default="[]", help="JSON argv run first when the parent is gone "
-                    "(e.g. removing a Docker container, which is not in this process group)")
+    ap.add_argument(
+        "--on-orphan",
+        default="[]",
+        help="JSON argv run first when the parent is gone "
+        "(e.g. removing a Docker container, which is not in this process group)",
+    )
     ap.add_argument("--nice", type=int, default=0, help="run the command (and all it starts) at this niceness")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)

@@ -12,16 +12,10 @@ from loadtest.slo import SLOError, parse_slos
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="loadtest", description="Streaming load test of an OpenAI-compatible server."
-    )
+    p = argparse.ArgumentParser(prog="loadtest", description="Streaming load test of an OpenAI-compatible server.")
     p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
-    p.add_argument(
-        "--model", required=True, help="model name as served (also the tokenizer if it is a directory)"
-    )
-    p.add_argument(
-        "--workload", default="chat", help="built-in name, workload YAML, replay .jsonl or ShareGPT .json"
-    )
+    p.add_argument("--model", required=True, help="model name as served (also the tokenizer if it is a directory)")
+    p.add_argument("--workload", default="chat", help="built-in name, workload YAML, replay .jsonl or ShareGPT .json")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", type=float, help="open loop: requests per second")
     load.add_argument("--concurrency", type=int, help="closed loop: requests in flight (default 1)")
@@ -32,15 +26,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=0, help="requests sent first and left out of the results")
     p.add_argument("--seed", type=int, default=0, help="reproduces prompts and the arrival schedule")
     p.add_argument("--slo", help="e.g. ttft_p95=2s,tpot_p95=80ms (goodput counts requests meeting all)")
-    p.add_argument(
-        "--tokenizer", help="tokenizer for exact prompt lengths (default: --model if it is a directory)"
-    )
+    p.add_argument("--tokenizer", help="tokenizer for exact prompt lengths (default: --model if it is a directory)")
     p.add_argument("--arrival", default="poisson", help="poisson | constant | gamma (open loop)")
     p.add_argument("--burstiness", type=float, default=1.0, help="gamma shape: 1 = Poisson, <1 burstier")
     p.add_argument("--endpoint", default="completions", help="completions | chat")
-    p.add_argument(
-        "--timeout", type=float, default=300.0, help="seconds before a request counts as timed out"
-    )
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds before a request counts as timed out")
     p.add_argument("--no-server-metrics", action="store_true", help="do not scrape the server's /metrics")
     p.add_argument("--json", type=Path, help="write the report as JSON here")
     p.add_argument("--per-request", type=Path, help="write one JSON line per request (raw timestamps) here")

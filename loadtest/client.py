@@ -134,11 +134,7 @@ async def _stream(transport, clock, url, body, timeout_s, chunks, state, record)
                 return record(R.SERVER_ERROR, json.dumps(obj["error"])[:500])
             choices = obj.get("choices")
             usage = obj.get("usage")
-            if (
-                choices is None
-                or not isinstance(choices, list)
-                or (usage is not None and not isinstance(usage, dict))
-            ):
+            if choices is None or not isinstance(choices, list) or (usage is not None and not isinstance(usage, dict)):
                 return record(R.MALFORMED, data[:200].decode("utf-8", "replace"))
             if usage is not None:
                 state["usage"] = usage
@@ -156,9 +152,7 @@ async def _stream(transport, clock, url, body, timeout_s, chunks, state, record)
         return record(R.STREAM_CUT, "the stream ended before [DONE]")
     usage = state["usage"]
     if not usage or not isinstance(usage.get("completion_tokens"), int):
-        return record(
-            R.NO_USAGE, "no usage in the stream; the server must honour stream_options.include_usage"
-        )
+        return record(R.NO_USAGE, "no usage in the stream; the server must honour stream_options.include_usage")
     if usage["completion_tokens"] <= 0 or not chunks:
         return record(R.NO_OUTPUT, "the answer had no output tokens")
     return record(None)

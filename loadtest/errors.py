@@ -1,9 +1,9 @@
 """loadtest's exceptions. A failed *request* is data (a reason in the report), never one of these.
 
-    LoadtestError
-     ├── LoadtestInputError   bad input: CLI exits 2 with the message
-     │    └── WorkloadError   a workload file is malformed (names file and field)
-     └── ServerUnreachable    nothing answers at the URL (raised within 5 s)
+LoadtestError
+ ├── LoadtestInputError   bad input: CLI exits 2 with the message
+ │    └── WorkloadError   a workload file is malformed (names file and field)
+ └── ServerUnreachable    nothing answers at the URL (raised within 5 s)
 """
 
 from __future__ import annotations

@@ -106,9 +106,7 @@ def parse_length(where: str, raw: Any, base_dir: Path | None = None) -> LengthDi
     if lo > hi:
         raise WorkloadError(f"{where}: min {lo} is greater than max {hi}")
     if kind == "normal":
-        return LengthDist(
-            kind, lo, hi, mean=float(_num(where, raw, "mean")), std=float(_num(where, raw, "std"))
-        )
+        return LengthDist(kind, lo, hi, mean=float(_num(where, raw, "mean")), std=float(_num(where, raw, "std")))
     if kind == "lognormal":
         return LengthDist(
             kind, lo, hi, median=float(_num(where, raw, "median")), sigma=float(_num(where, raw, "sigma"))

@@ -151,8 +151,10 @@ def format_table(r: LoadReport) -> str:
         lines.append(f"{name:<14}" + "".join(f"{_ms(v):>10}" for v in (d.mean, d.p50, d.p90, d.p95, d.p99)))
     lag = r.schedule_lag_ms.p95
     if lag is not None and lag >= LATE_GENERATOR_MS:
-        lines.append(f"(the load generator itself fell behind its schedule: p95 {lag:,.0f} ms, counted in TTFT and "
-                     "E2E; on a machine shared with the server, give the server a lower priority, e.g. `nice -n 10`)")
+        lines.append(
+            f"(the load generator itself fell behind its schedule: p95 {lag:,.0f} ms, counted in TTFT and "
+            "E2E; on a machine shared with the server, give the server a lower priority, e.g. `nice -n 10`)"
+        )
     if not r.token_counts_exact and r.requests_ok:
         lines.append("(the server gave no per-chunk usage: ITL split evenly over chunks; TPOT is exact)")
     if r.slos:
@@ -165,8 +167,6 @@ def format_table(r: LoadReport) -> str:
         lines.append("")
         lines.append(
             "server (vLLM /metrics): "
-            + ", ".join(
-                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(r.server.items())
-            )
+            + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(r.server.items()))
         )
     return "\n".join(lines)

@@ -35,9 +35,7 @@ def _raise_fd_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or soft < hard:
         try:
-            resource.setrlimit(
-                resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 20, hard)
-            )
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 20, hard))
         except (ValueError, OSError):
             pass
 
@@ -113,16 +111,10 @@ class _Run:
         async def worker() -> None:
             while True:
                 i = next(counter)
-                if (n is not None and i >= first + n) or (
-                    deadline is not None and self.clock.now() >= deadline
-                ):
+                if (n is not None and i >= first + n) or (deadline is not None and self.clock.now() >= deadline):
                     return
                 req = self.prepare(i, warmup)
-                out.append(
-                    await send(
-                        self.transport, self.clock, self.url, req, self.clock.now(), self.spec.timeout_s
-                    )
-                )
+                out.append(await send(self.transport, self.clock, self.url, req, self.clock.now(), self.spec.timeout_s))
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         return out
@@ -166,8 +158,15 @@ class _Run:
                 out.append(res)
             elif isinstance(res, asyncio.CancelledError):
                 lost_slo = counter.lost_slo if counter else None
-                out.append(RequestRecord(index=req.index, scheduled_at=start + t_off, sent_at=start + t_off,
-                                         failure=ABANDONED, detail=f"level abandoned: {lost_slo} already lost"))
+                out.append(
+                    RequestRecord(
+                        index=req.index,
+                        scheduled_at=start + t_off,
+                        sent_at=start + t_off,
+                        failure=ABANDONED,
+                        detail=f"level abandoned: {lost_slo} already lost",
+                    )
+                )
             else:
                 raise res
         return out
@@ -180,11 +179,7 @@ class _Run:
         if s.warmup:
             width = s.concurrency or max(1, math.ceil(s.rate or 1))
             records += await self.closed(s.warmup, None, min(width, s.warmup), 0, True)
-        scraper = (
-            Scraper(self.transport, base_url(s.url) + "/metrics")
-            if s.scrape_server_metrics
-            else None
-        )
+        scraper = Scraper(self.transport, base_url(s.url) + "/metrics") if s.scrape_server_metrics else None
         before = await scraper.scrape() if scraper else None
         if scraper:
             scraper.start()
@@ -204,9 +199,7 @@ class _Run:
         return compute_metrics(records, slos=s.slos, server=server)
 
 
-async def run_load_async(
-    spec: LoadSpec, *, session: Transport | None = None, clock: Clock | None = None
-) -> LoadReport:
+async def run_load_async(spec: LoadSpec, *, session: Transport | None = None, clock: Clock | None = None) -> LoadReport:
     """Run ``spec`` in the current event loop. ``session``: a Transport (default: aiohttp, no cap)."""
     clock = clock or MonotonicClock()
     transport: Transport

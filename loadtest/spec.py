@@ -107,9 +107,7 @@ def check_server(url: str, timeout_s: float = 5.0) -> None:
         except urllib.error.HTTPError:
             result.append(None)  # it answered: reachable (auth or routing is the request's business)
         except (OSError, ValueError) as e:
-            result.append(
-                getattr(e, "reason", None) if isinstance(getattr(e, "reason", None), OSError) else e
-            )
+            result.append(getattr(e, "reason", None) if isinstance(getattr(e, "reason", None), OSError) else e)
 
     th = threading.Thread(target=attempt, daemon=True)
     th.start()

@@ -125,9 +125,7 @@ class FakeTransport:
         self.requests: list[FakeRequest] = []
 
     @asynccontextmanager
-    async def request(
-        self, method: str, url: str, body: bytes | None, timeout_s: float
-    ) -> AsyncIterator[FakeResponse]:
+    async def request(self, method: str, url: str, body: bytes | None, timeout_s: float) -> AsyncIterator[FakeResponse]:
         req = FakeRequest(method, url, json.loads(body) if body else None)
         self.requests.append(req)
         resp = self.handler(req)

@@ -135,9 +135,7 @@ class AiohttpTransport:
         )
 
     @asynccontextmanager
-    async def request(
-        self, method: str, url: str, body: bytes | None, timeout_s: float
-    ) -> AsyncIterator[Response]:
+    async def request(self, method: str, url: str, body: bytes | None, timeout_s: float) -> AsyncIterator[Response]:
         import aiohttp
 
         try:

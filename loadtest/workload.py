@@ -86,11 +86,7 @@ class Workload:
                 if e.output_tokens is None and e.reference_output
             ]
             default = self.output_tokens.max if self.output_tokens else DEFAULT_REPLAY_OUTPUT
-            rest = (
-                [default]
-                if any(e.output_tokens is None and not e.reference_output for e in self.entries)
-                else []
-            )
+            rest = [default] if any(e.output_tokens is None and not e.reference_output for e in self.entries) else []
             return max(outs + refs + rest)
         assert self.output_tokens is not None
         return self.output_tokens.max
@@ -135,9 +131,7 @@ def _from_yaml(path: Path) -> Workload:
         raise WorkloadError(f"{path}: expected a mapping of workload fields, got {type(raw).__name__}")
     unknown = sorted(set(raw) - _FIELDS)
     if unknown:
-        raise WorkloadError(
-            f"{path}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(sorted(_FIELDS))}"
-        )
+        raise WorkloadError(f"{path}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(sorted(_FIELDS))}")
     frac = raw.get("shared_prefix_fraction", 0.0)
     if isinstance(frac, bool) or not isinstance(frac, int | float) or not 0.0 <= frac < 1.0:
         raise WorkloadError(f"{path}: shared_prefix_fraction: expected a number in [0, 1), got {frac!r}")
@@ -149,9 +143,7 @@ def _from_yaml(path: Path) -> Workload:
     ds = raw.get("dataset")
     if ds is not None:
         if not isinstance(ds, dict) or "path" not in ds:
-            raise WorkloadError(
-                f"{path}: dataset: expected {{path: FILE, format: jsonl|sharegpt}}, got {ds!r}"
-            )
+            raise WorkloadError(f"{path}: dataset: expected {{path: FILE, format: jsonl|sharegpt}}, got {ds!r}")
         dpath = Path(ds["path"]) if Path(ds["path"]).is_absolute() else path.parent / ds["path"]
         fmt = ds.get("format", "sharegpt" if dpath.suffix == ".json" else "jsonl")
         if fmt not in ("jsonl", "sharegpt"):
@@ -163,19 +155,9 @@ def _from_yaml(path: Path) -> Workload:
         raise WorkloadError(f"{path}: input_tokens: missing (or give a dataset to replay)")
     if "output_tokens" not in raw and not entries:
         raise WorkloadError(f"{path}: output_tokens: missing")
-    inp = (
-        parse_length(f"{path}: input_tokens", raw["input_tokens"], path.parent)
-        if "input_tokens" in raw
-        else None
-    )
-    out = (
-        parse_length(f"{path}: output_tokens", raw["output_tokens"], path.parent)
-        if "output_tokens" in raw
-        else None
-    )
-    return Workload(
-        str(name), inp, out, float(frac), system, entries, str(path), str(raw.get("description", ""))
-    )
+    inp = parse_length(f"{path}: input_tokens", raw["input_tokens"], path.parent) if "input_tokens" in raw else None
+    out = parse_length(f"{path}: output_tokens", raw["output_tokens"], path.parent) if "output_tokens" in raw else None
+    return Workload(str(name), inp, out, float(frac), system, entries, str(path), str(raw.get("description", "")))
 
 
 def read_jsonl(path: Path) -> tuple[ReplayEntry, ...]:
@@ -208,11 +190,7 @@ def read_jsonl(path: Path) -> tuple[ReplayEntry, ...]:
 def _messages(where: str, msgs: list[Any]) -> tuple[tuple[str, str], ...]:
     res = []
     for i, m in enumerate(msgs):
-        if (
-            not isinstance(m, dict)
-            or not isinstance(m.get("role"), str)
-            or not isinstance(m.get("content"), str)
-        ):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
             raise WorkloadError(f"{where}: messages[{i}]: expected {{role: str, content: str}}, got {m!r}")
         res.append((m["role"], m["content"]))
     if not res:
@@ -242,9 +220,7 @@ def read_sharegpt(path: Path) -> tuple[ReplayEntry, ...]:
             None,
         )
         if isinstance(human, str) and human.strip():
-            out.append(
-                ReplayEntry(prompt=human, reference_output=answer if isinstance(answer, str) else None)
-            )
+            out.append(ReplayEntry(prompt=human, reference_output=answer if isinstance(answer, str) else None))
     if not out:
         raise WorkloadError(f"{path}: no conversation with a human turn")
     return tuple(out)

@@ -22,16 +22,21 @@ def run_cli(args, capsys):
     return code, err
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--model", "/nonexistent/m", "--gpu", "cpu", "--slo", "ttft_p95=2s"],
-     "--model /nonexistent/m: no such directory"),
-    (["--gpu", "warp9", "--slo", "ttft_p95=2s"], "warp9"),
-    (["--gpu", "cpu", "--slo", "ttft_p95=fast"], "malformed SLO 'ttft_p95=fast'"),
-    (["--gpu", "cpu", "--slo", "foo=1s"], "unknown SLO metric 'foo'"),
-    (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--workload", "nosuch"], "nosuch"),
-    (["--gpu", "cpu"], "missing --slo"),
-    (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--confirm", "-1"], "confirm must be 0 (off) or a number of rounds"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (
+            ["--model", "/nonexistent/m", "--gpu", "cpu", "--slo", "ttft_p95=2s"],
+            "--model /nonexistent/m: no such directory",
+        ),
+        (["--gpu", "warp9", "--slo", "ttft_p95=2s"], "warp9"),
+        (["--gpu", "cpu", "--slo", "ttft_p95=fast"], "malformed SLO 'ttft_p95=fast'"),
+        (["--gpu", "cpu", "--slo", "foo=1s"], "unknown SLO metric 'foo'"),
+        (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--workload", "nosuch"], "nosuch"),
+        (["--gpu", "cpu"], "missing --slo"),
+        (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--confirm", "-1"], "confirm must be 0 (off) or a number of rounds"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(args, needle, model, capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     if "--model" not in args:
@@ -45,8 +50,10 @@ def test_vllm_python_without_vllm(model, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     env = tmp_path / "novllm"
     venv.create(env, with_pip=False)
-    code, err = run_cli(["--model", str(model), "--gpu", "cpu", "--slo", "ttft_p95=2s",
-                         "--vllm-python", str(env / "bin" / "python")], capsys)
+    code, err = run_cli(
+        ["--model", str(model), "--gpu", "cpu", "--slo", "ttft_p95=2s", "--vllm-python", str(env / "bin" / "python")],
+        capsys,
+    )
     assert code == 2 and "vllm" in err.lower() and str(env / "bin" / "python") in err and "Traceback" not in err
 
 
@@ -59,6 +66,7 @@ def test_subcommands_have_help():
 @pytest.mark.vllm
 def test_gpu_profile_must_match_the_vllm_build(model, capsys, tmp_path, monkeypatch, vllm_python):
     monkeypatch.chdir(tmp_path)
-    code, err = run_cli(["--model", str(model), "--gpu", "a30", "--slo", "ttft_p95=2s",
-                         "--vllm-python", vllm_python], capsys)
+    code, err = run_cli(
+        ["--model", str(model), "--gpu", "a30", "--slo", "ttft_p95=2s", "--vllm-python", vllm_python], capsys
+    )
     assert code == 2 and "--gpu a30 does not match" in err and "CPU build" in err

@@ -19,14 +19,16 @@ pytestmark = pytest.mark.vllm
 
 def vllm_processes(model):
     """vLLM servers (or their watchdogs) serving ``model`` — this test's, not other users' of the machine."""
-    out = subprocess.run(["pgrep", "-af", "vllm.entrypoints.openai.api_server|watchdog"], capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        ["pgrep", "-af", "vllm.entrypoints.openai.api_server|watchdog"], capture_output=True, text=True
+    )
     return [line for line in out.stdout.splitlines() if str(model) in line]
 
 
 def tune_cli(*args, env=None, timeout=1500):
-    return subprocess.run([sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +37,25 @@ def study(tiny_model, vllm_python, cpu_env, tmp_path_factory):
     model = root / "model"
     shutil.copytree(tiny_model, model)
     out = root / "study"
-    proc = tune_cli("--model", str(model), "--gpu", "cpu", "--slo", "ttft_p95=2s", "--workload", "chat",
-                    "--trials", "3", "--confirm", "1", "--out", str(out), "--vllm-python", vllm_python, env=cpu_env)
+    proc = tune_cli(
+        "--model",
+        str(model),
+        "--gpu",
+        "cpu",
+        "--slo",
+        "ttft_p95=2s",
+        "--workload",
+        "chat",
+        "--trials",
+        "3",
+        "--confirm",
+        "1",
+        "--out",
+        str(out),
+        "--vllm-python",
+        vllm_python,
+        env=cpu_env,
+    )
     return model, out, proc, cpu_env
 
 
@@ -80,8 +99,24 @@ def test_a_resumed_study_keeps_its_confirmation(study, vllm_python, tmp_path):
     again = tmp_path / "study"
     shutil.copytree(out, again, ignore=shutil.ignore_patterns("logs"))
     first = json.loads((again / "best.json").read_text())["confirmation"]
-    resumed = tune_cli("--model", str(model), "--gpu", "cpu", "--slo", "ttft_p95=2s", "--workload", "chat",
-                       "--trials", "3", "--resume", "--out", str(again), "--vllm-python", vllm_python, env=env)
+    resumed = tune_cli(
+        "--model",
+        str(model),
+        "--gpu",
+        "cpu",
+        "--slo",
+        "ttft_p95=2s",
+        "--workload",
+        "chat",
+        "--trials",
+        "3",
+        "--resume",
+        "--out",
+        str(again),
+        "--vllm-python",
+        vllm_python,
+        env=env,
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "[trial 3]" not in resumed.stderr  # no trial ran
     best = json.loads((again / "best.json").read_text())
@@ -95,8 +130,14 @@ def test_launch_script_serves(study):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    p = subprocess.Popen(["bash", str(out / "launch.sh")], env={**env, "PORT": str(port)}, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        ["bash", str(out / "launch.sh")],
+        env={**env, "PORT": str(port)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 600
         lines = []
@@ -106,8 +147,11 @@ def test_launch_script_serves(study):
                 break
         assert any("ready" in x for x in lines), "".join(lines[-30:])
         name = json.loads((out / "best.json").read_text())["best"]["config"]["served_model_name"]
-        r = httpx.post(f"http://127.0.0.1:{port}/v1/completions",
-                       json={"model": name, "prompt": "w1 w2 w3", "max_tokens": 4}, timeout=60)
+        r = httpx.post(
+            f"http://127.0.0.1:{port}/v1/completions",
+            json={"model": name, "prompt": "w1 w2 w3", "max_tokens": 4},
+            timeout=60,
+        )
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 4
     finally:
         os.killpg(p.pid, signal.SIGTERM)
@@ -117,15 +161,17 @@ def test_launch_script_serves(study):
 
 
 def tune_cli_in(cwd, *args, env=None, timeout=1500):
-    return subprocess.run([sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
+    )
 
 
 def test_retune_unchanged_reverifies(study, vllm_python, tmp_path):
     """From a deployment folder with slotune.yaml, `tune retune` needs no arguments (issue #10)."""
     model, out, _, env = study
     (tmp_path / "slotune.yaml").write_text(
-        f"model: {model}\ngpu: cpu\nslo: ttft_p95=2s\nworkload: chat\nout: {out}\nvllm_python: {vllm_python}\n")
+        f"model: {model}\ngpu: cpu\nslo: ttft_p95=2s\nworkload: chat\nout: {out}\nvllm_python: {vllm_python}\n"
+    )
     env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))}
     proc = tune_cli_in(tmp_path, "retune", "--json", env=env)
     doc = json.loads(proc.stdout)

@@ -62,8 +62,14 @@ class KVBudget:
         return d
 
 
-def estimate_budget(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, *, vllm_version: str | None = None,
-                    env: Mapping[str, str] | None = None) -> KVBudget:
+def estimate_budget(
+    spec: ModelSpec,
+    gpu: GPUProfile,
+    config: ServeConfig,
+    *,
+    vllm_version: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> KVBudget:
     """Predict vLLM's KV budget for ``config`` on ``gpu``. ``None`` fields take vLLM's defaults."""
     version = vllm_version or installed_vllm_version() or "0.26.0"
     spec = spec.with_dtype(config.dtype)
@@ -84,9 +90,14 @@ def estimate_budget(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, *, vl
         reasons.append(f"kv_cache_dtype {kv_dtype} is not supported on {gpu.name}; use auto")
     per_token = spec.kv_bytes_per_token(kv_dtype, tp)
     weights = -(-(spec.weight_bytes if gpu.is_cpu else gpu_weight_bytes(spec, kv_dtype)) // tp)
-    settings = Settings(seqs, batched, tp, bool(config.enforce_eager),
-                        speculative_tokens(config.speculative_method, config.num_speculative_tokens),
-                        uses_v1_runner(spec, config.speculative_method, environ))
+    settings = Settings(
+        seqs,
+        batched,
+        tp,
+        bool(config.enforce_eager),
+        speculative_tokens(config.speculative_method, config.num_speculative_tokens),
+        uses_v1_runner(spec, config.speculative_method, environ),
+    )
 
     if gpu.is_cpu:
         act = nt = cg = subtracted = margin = 0
@@ -106,20 +117,26 @@ def estimate_budget(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, *, vl
             kv, basis = config.kv_cache_memory_bytes, "exact: kv_cache_memory_bytes"
             subtracted = 0  # vLLM skips memory profiling
             if weights + act + nt + cg + kv + margin > free:
-                reasons.append(f"kv_cache_memory_bytes {kv / GIB:.2f} GiB + weights {weights / GIB:.2f} "
-                               f"GiB + activations/overheads {(act + nt + cg) / GIB:.2f} GiB exceed "
-                               f"{gpu.name}'s {free / GIB:.2f} GiB free; lower kv_cache_memory_bytes")
+                reasons.append(
+                    f"kv_cache_memory_bytes {kv / GIB:.2f} GiB + weights {weights / GIB:.2f} "
+                    f"GiB + activations/overheads {(act + nt + cg) / GIB:.2f} GiB exceed "
+                    f"{gpu.name}'s {free / GIB:.2f} GiB free; lower kv_cache_memory_bytes"
+                )
         else:
             kv = int(requested - weights - act - nt - subtracted)
             if requested > free:
-                reasons.append(f"gpu_memory_utilization {gmu} asks for {requested / GIB:.2f} GiB but only "
-                               f"about {free / GIB:.2f} GiB is free after the CUDA context; vLLM refuses to "
-                               "start — lower gpu_memory_utilization")
+                reasons.append(
+                    f"gpu_memory_utilization {gmu} asks for {requested / GIB:.2f} GiB but only "
+                    f"about {free / GIB:.2f} GiB is free after the CUDA context; vLLM refuses to "
+                    "start — lower gpu_memory_utilization"
+                )
             elif requested - subtracted + cg > free:
                 kept = f", {subtracted / GIB:.2f} GiB of it kept free by vLLM's estimate" if subtracted else ""
-                reasons.append(f"CUDA graphs ({cg / GIB:.2f} GiB{kept}) are captured beyond gmu {gmu} x "
-                               f"{gpu.memory_gib:.2f} GiB and would not fit in the {free / GIB:.2f} GiB free "
-                               "— lower gpu_memory_utilization or set enforce_eager")
+                reasons.append(
+                    f"CUDA graphs ({cg / GIB:.2f} GiB{kept}) are captured beyond gmu {gmu} x "
+                    f"{gpu.memory_gib:.2f} GiB and would not fit in the {free / GIB:.2f} GiB free "
+                    "— lower gpu_memory_utilization or set enforce_eager"
+                )
 
     paging = Paging.of(spec, kv_dtype, tp, block, max_in_flight=batched * _concurrent_batches(gpu, config))
     null_block = 1 if _at_least(version, "0.32") else 0  # 0.32 plans against usable blocks
@@ -129,54 +146,90 @@ def estimate_budget(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, *, vl
     usable = kv - margin - null_block * paging.bytes_per_block
     fit = paging.max_len_fitting(usable, spec.max_position_embeddings)
     budget = KVBudget(
-        gpu=gpu.name, vllm_version=version, gpu_memory_utilization=gmu, max_model_len=mml, max_num_seqs=seqs,
-        max_num_batched_tokens=batched, kv_cache_dtype=kv_dtype, block_size=block, tensor_parallel_size=tp,
-        kv_bytes_per_token=per_token, weight_bytes=weights, activation_bytes=act, non_torch_bytes=nt,
-        cudagraph_bytes=cg, cudagraph_subtracted_bytes=subtracted, kv_cache_bytes=kv, margin_bytes=margin,
+        gpu=gpu.name,
+        vllm_version=version,
+        gpu_memory_utilization=gmu,
+        max_model_len=mml,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=batched,
+        kv_cache_dtype=kv_dtype,
+        block_size=block,
+        tensor_parallel_size=tp,
+        kv_bytes_per_token=per_token,
+        weight_bytes=weights,
+        activation_bytes=act,
+        non_torch_bytes=nt,
+        cudagraph_bytes=cg,
+        cudagraph_subtracted_bytes=subtracted,
+        kv_cache_bytes=kv,
+        margin_bytes=margin,
         bytes_per_block=paging.bytes_per_block,
-        num_blocks=num_blocks, kv_tokens=int(concurrency * mml), max_concurrency=concurrency,
-        max_model_len_fit=fit, feasible=True, reasons=(), basis=basis)
+        num_blocks=num_blocks,
+        kv_tokens=int(concurrency * mml),
+        max_concurrency=concurrency,
+        max_model_len_fit=fit,
+        feasible=True,
+        reasons=(),
+        basis=basis,
+    )
     reasons += _problems(spec, config, budget, gpu, environ, (per_req + null_block) * paging.bytes_per_block)
     return replace(budget, feasible=not reasons, reasons=tuple(reasons))
 
 
-def _problems(spec: ModelSpec, config: ServeConfig, b: KVBudget, gpu: GPUProfile, environ: Mapping[str, str],
-              need: int) -> list[str]:
+def _problems(
+    spec: ModelSpec, config: ServeConfig, b: KVBudget, gpu: GPUProfile, environ: Mapping[str, str], need: int
+) -> list[str]:
     """Why vLLM would refuse this configuration at start (or nearly so, given the margin)."""
     out: list[str] = []
     mml, seqs, batched = b.max_model_len, b.max_num_seqs, b.max_num_batched_tokens
     long_ok = environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") in ("1", "true")
     if mml > spec.max_position_embeddings and not long_ok:
-        out.append(f"max_model_len {mml} exceeds the model's max_position_embeddings "
-                   f"{spec.max_position_embeddings}; vLLM rejects it — lower max_model_len")
+        out.append(
+            f"max_model_len {mml} exceeds the model's max_position_embeddings "
+            f"{spec.max_position_embeddings}; vLLM rejects it — lower max_model_len"
+        )
     if batched < seqs:
-        out.append(f"max_num_batched_tokens {batched} < max_num_seqs {seqs}; vLLM rejects it — raise "
-                   "max_num_batched_tokens or lower max_num_seqs")
+        out.append(
+            f"max_num_batched_tokens {batched} < max_num_seqs {seqs}; vLLM rejects it — raise "
+            "max_num_batched_tokens or lower max_num_seqs"
+        )
     if config.enable_chunked_prefill is False and batched < mml:
-        out.append(f"chunked prefill is off and max_num_batched_tokens {batched} < max_model_len {mml}; "
-                   "vLLM rejects it")
+        out.append(
+            f"chunked prefill is off and max_num_batched_tokens {batched} < max_model_len {mml}; vLLM rejects it"
+        )
     if spec.num_heads % b.tensor_parallel_size:
-        out.append(f"num_attention_heads {spec.num_heads} is not divisible by tensor_parallel_size "
-                   f"{b.tensor_parallel_size}")
+        out.append(
+            f"num_attention_heads {spec.num_heads} is not divisible by tensor_parallel_size {b.tensor_parallel_size}"
+        )
     if b.kv_cache_bytes <= 0:
-        out.append(f"no memory left for the KV cache: weights {b.weight_bytes / GIB:.2f} GiB + peak "
-                   f"activation {b.activation_bytes / GIB:.2f} GiB + non-torch {b.non_torch_bytes / GIB:.2f} "
-                   f"GiB + CUDA graphs {b.cudagraph_bytes / GIB:.2f} GiB exceed gmu "
-                   f"{b.gpu_memory_utilization} x {gpu.memory_gib:.2f} GiB — raise "
-                   "gpu_memory_utilization, quantize, or use a larger GPU")
+        out.append(
+            f"no memory left for the KV cache: weights {b.weight_bytes / GIB:.2f} GiB + peak "
+            f"activation {b.activation_bytes / GIB:.2f} GiB + non-torch {b.non_torch_bytes / GIB:.2f} "
+            f"GiB + CUDA graphs {b.cudagraph_bytes / GIB:.2f} GiB exceed gmu "
+            f"{b.gpu_memory_utilization} x {gpu.memory_gib:.2f} GiB — raise "
+            "gpu_memory_utilization, quantize, or use a larger GPU"
+        )
         return out
     usable = b.kv_cache_bytes - b.margin_bytes
     if need > usable:
-        spare = f" (keeping {b.margin_bytes / GIB:.2f} GiB spare for prediction error)" \
-            if b.margin_bytes else ""
-        out.append(f"one request of max_model_len {mml} needs {need / GIB:.3f} GiB of KV cache but "
-                   f"{usable / GIB:.3f} GiB is available{spare}; largest max_model_len that fits: "
-                   f"{b.max_model_len_fit}")
+        spare = f" (keeping {b.margin_bytes / GIB:.2f} GiB spare for prediction error)" if b.margin_bytes else ""
+        out.append(
+            f"one request of max_model_len {mml} needs {need / GIB:.3f} GiB of KV cache but "
+            f"{usable / GIB:.3f} GiB is available{spare}; largest max_model_len that fits: "
+            f"{b.max_model_len_fit}"
+        )
     return out
 
 
-def _cpu_kv_bytes(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, gmu: float, weights: int,
-                  environ: Mapping[str, str], reasons: list[str]) -> tuple[int, str]:
+def _cpu_kv_bytes(
+    spec: ModelSpec,
+    gpu: GPUProfile,
+    config: ServeConfig,
+    gmu: float,
+    weights: int,
+    environ: Mapping[str, str],
+    reasons: list[str],
+) -> tuple[int, str]:
     """vLLM-CPU (platforms/cpu.py): VLLM_CPU_KVCACHE_SPACE (integer GiB) overrides everything; else
     --kv-cache-memory-bytes; else ceil(total × gmu) − the worker's RSS (estimated as weights + 2 GiB)."""
     space = environ.get("VLLM_CPU_KVCACHE_SPACE", "")
@@ -184,14 +237,15 @@ def _cpu_kv_bytes(spec: ModelSpec, gpu: GPUProfile, config: ServeConfig, gmu: fl
         try:
             kv = int(space) * GIB
         except ValueError:
-            reasons.append(f"VLLM_CPU_KVCACHE_SPACE={space!r} is not an integer number of GiB; "
-                           "vLLM-CPU fails")
+            reasons.append(f"VLLM_CPU_KVCACHE_SPACE={space!r} is not an integer number of GiB; vLLM-CPU fails")
             return 0, "invalid VLLM_CPU_KVCACHE_SPACE"
         available = _host_available_bytes()
         if available is not None and kv + weights > available:
-            reasons.append(f"VLLM_CPU_KVCACHE_SPACE={space} GiB plus weights {weights / GIB:.2f} GiB exceed "
-                           f"this host's available memory ({available / GIB:.1f} GiB); vLLM-CPU refuses to "
-                           "start — lower VLLM_CPU_KVCACHE_SPACE")
+            reasons.append(
+                f"VLLM_CPU_KVCACHE_SPACE={space} GiB plus weights {weights / GIB:.2f} GiB exceed "
+                f"this host's available memory ({available / GIB:.1f} GiB); vLLM-CPU refuses to "
+                "start — lower VLLM_CPU_KVCACHE_SPACE"
+            )
         return kv, f"exact: VLLM_CPU_KVCACHE_SPACE={space} GiB"
     if config.kv_cache_memory_bytes:
         return config.kv_cache_memory_bytes, "exact: kv_cache_memory_bytes"
@@ -223,6 +277,7 @@ def emulated_gmu(target: GPUProfile, actual_memory_bytes: int, gmu: float) -> fl
     if target.memory_bytes * gmu > actual_memory_bytes:
         need = target.memory_bytes * gmu / GIB
         have = actual_memory_bytes / GIB
-        raise UsageError(f"cannot emulate {target.name} at gmu {gmu}: it needs {need:.2f} GiB but the device "
-                         f"has {have:.2f} GiB")
+        raise UsageError(
+            f"cannot emulate {target.name} at gmu {gmu}: it needs {need:.2f} GiB but the device has {have:.2f} GiB"
+        )
     return target.memory_bytes * gmu / actual_memory_bytes

@@ -127,8 +127,11 @@ def overheads(spec: ModelSpec, device: str, vllm_version: str, s: Settings) -> O
     act = structural_activation_bytes(spec, s)
     cg = structural_cudagraph_bytes(spec, s)
     nt = _default_non_torch(s)
-    points = [p for p in load_points() if p.device == device and _same_minor(p.vllm_version, vllm_version)
-              and "activation_gib" in p.reported]
+    points = [
+        p
+        for p in load_points()
+        if p.device == device and _same_minor(p.vllm_version, vllm_version) and "activation_gib" in p.reported
+    ]
     if not points:
         margin = int(0.5 * act + 0.5 * GIB)
         basis = f"uncalibrated model (no {device} point for vLLM {vllm_version}; H200/0.26 coefficients)"
@@ -165,10 +168,12 @@ def cudagraph_estimate_gib(p: CalibrationPoint) -> float | None:
     env = {str(k): str(v) for k, v in (p.settings.get("env") or {}).items()}
     keys = ("requested_gib", "weights_gib", "activation_gib", "non_torch_gib", "available_kv_gib")
     if any(k not in r for k in keys) or not subtracts_cudagraph_estimate(
-            p.spec(), p.vllm_version, p.settings.get("speculative_method"), env):
+        p.spec(), p.vllm_version, p.settings.get("speculative_method"), env
+    ):
         return None
-    return max(0.0, r["requested_gib"] - r["weights_gib"] - r["activation_gib"] - r["non_torch_gib"]
-               - r["available_kv_gib"])
+    return max(
+        0.0, r["requested_gib"] - r["weights_gib"] - r["activation_gib"] - r["non_torch_gib"] - r["available_kv_gib"]
+    )
 
 
 def _same_minor(a: str, b: str) -> bool:
@@ -184,10 +189,14 @@ def _settings_of(p: CalibrationPoint, spec: ModelSpec) -> Settings:
     tp = int(st.get("tensor_parallel_size") or 1)
     seqs, batched = default_batch_limits(GPUProfile.load(p.device), p.vllm_version, tp)
     env = {str(k): str(v) for k, v in (st.get("env") or {}).items()}
-    return Settings(int(st.get("max_num_seqs") or seqs), int(st.get("max_num_batched_tokens") or batched), tp,
-                    bool(st.get("enforce_eager", False)),
-                    speculative_tokens(st.get("speculative_method"), st.get("num_speculative_tokens")),
-                    uses_v1_runner(spec, st.get("speculative_method"), env))
+    return Settings(
+        int(st.get("max_num_seqs") or seqs),
+        int(st.get("max_num_batched_tokens") or batched),
+        tp,
+        bool(st.get("enforce_eager", False)),
+        speculative_tokens(st.get("speculative_method"), st.get("num_speculative_tokens")),
+        uses_v1_runner(spec, st.get("speculative_method"), env),
+    )
 
 
 def gpu_weight_bytes(spec: ModelSpec, kv_dtype: str) -> int:
@@ -210,13 +219,18 @@ def load_points(root: Path = ROOT) -> list[CalibrationPoint]:
             where = f"{path}: points[{i}]"
             for key in ("vllm_version", "device", "shape", "settings", "reported"):
                 if key not in raw and key not in data:
-                    raise ProfileError(f"{where}: field '{key}' is missing; see docs/budget.md for the "
-                                       "format")
-            points.append(CalibrationPoint(
-                vllm_version=str(raw.get("vllm_version", data.get("vllm_version"))),
-                device=str(raw.get("device", data.get("device"))), shape=dict(raw["shape"]),
-                settings=dict(raw["settings"]), reported=dict(raw["reported"]),
-                source=str(raw.get("source", "")), origin=where))
+                    raise ProfileError(f"{where}: field '{key}' is missing; see docs/budget.md for the format")
+            points.append(
+                CalibrationPoint(
+                    vllm_version=str(raw.get("vllm_version", data.get("vllm_version"))),
+                    device=str(raw.get("device", data.get("device"))),
+                    shape=dict(raw["shape"]),
+                    settings=dict(raw["settings"]),
+                    reported=dict(raw["reported"]),
+                    source=str(raw.get("source", "")),
+                    origin=where,
+                )
+            )
     return points
 
 

@@ -31,7 +31,8 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         parser = argparse.ArgumentParser(
             prog="tune",
             description="Find the vLLM configuration with the most goodput that keeps every SLO. "
-            "Subcommands: " + "; ".join(f"'{k}': {v}" for k, v in SUBCOMMANDS.items())
+            "Subcommands: "
+            + "; ".join(f"'{k}': {v}" for k, v in SUBCOMMANDS.items())
             + ". Run 'tune SUBCOMMAND --help' for each.",
         )
         _module("tune").configure(parser)

@@ -59,16 +59,26 @@ class Confirmation:
 
         gain = "n/a" if self.gain_on_means is None else f"{self.gain_on_means * 100:+.0f}%"
         calls = f" ({self.calls} --confirm runs)" if self.calls > 1 else ""
-        return (f"Confirmed with fresh servers{calls}: best (trial {self.best_trial}) {spread(self.best_goodput)}; "
-                f"{self.rival_name} (trial {self.rival_trial}) {spread(self.rival_goodput)}; "
-                f"gain on the means {gain}")
+        return (
+            f"Confirmed with fresh servers{calls}: best (trial {self.best_trial}) {spread(self.best_goodput)}; "
+            f"{self.rival_name} (trial {self.rival_trial}) {spread(self.rival_goodput)}; "
+            f"gain on the means {gain}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"best_trial": self.best_trial, "rival_trial": self.rival_trial,
-                "rival_is_baseline": self.rival_is_baseline, "best_goodput_req_s": list(self.best_goodput),
-                "rival_goodput_req_s": list(self.rival_goodput), "best_mean_req_s": self.best_mean,
-                "rival_mean_req_s": self.rival_mean, "gain_on_means": self.gain_on_means, "calls": self.calls,
-                "best_devices": list(self.best_devices), "rival_devices": list(self.rival_devices)}
+        return {
+            "best_trial": self.best_trial,
+            "rival_trial": self.rival_trial,
+            "rival_is_baseline": self.rival_is_baseline,
+            "best_goodput_req_s": list(self.best_goodput),
+            "rival_goodput_req_s": list(self.rival_goodput),
+            "best_mean_req_s": self.best_mean,
+            "rival_mean_req_s": self.rival_mean,
+            "gain_on_means": self.gain_on_means,
+            "calls": self.calls,
+            "best_devices": list(self.best_devices),
+            "rival_devices": list(self.rival_devices),
+        }
 
 
 STUDY_ATTR = "confirmations"  # the study's user attribute: every --confirm run's fresh measurements, kept
@@ -79,10 +89,17 @@ def stored_run(c: Confirmation, devices: str | None, finished: str) -> dict[str,
     from them (means and gains are computed from all runs of a pair when they are read). ``devices`` is the
     option as given: which GPU measured what is ``best_devices`` / ``rival_devices``, since the rounds swap
     GPUs and a resumed run goes on with the round order."""
-    return {"best_trial": c.best_trial, "rival_trial": c.rival_trial, "rival_is_baseline": c.rival_is_baseline,
-            "best_goodput_req_s": list(c.best_goodput), "rival_goodput_req_s": list(c.rival_goodput),
-            "best_devices": list(c.best_devices), "rival_devices": list(c.rival_devices),
-            "devices": devices, "finished": finished}
+    return {
+        "best_trial": c.best_trial,
+        "rival_trial": c.rival_trial,
+        "rival_is_baseline": c.rival_is_baseline,
+        "best_goodput_req_s": list(c.best_goodput),
+        "rival_goodput_req_s": list(c.rival_goodput),
+        "best_devices": list(c.best_devices),
+        "rival_devices": list(c.rival_devices),
+        "devices": devices,
+        "finished": finished,
+    }
 
 
 def current_confirmation(entries: Sequence[Mapping[str, Any]], summary: Summary) -> Confirmation | None:
@@ -98,15 +115,21 @@ def current_confirmation(entries: Sequence[Mapping[str, Any]], summary: Summary)
     def where(e: Mapping[str, Any], who: str) -> list[str | None]:  # runs stored before it was recorded: None
         return list(e.get(f"{who}_devices") or [None] * len(e[f"{who}_goodput_req_s"]))
 
-    return Confirmation(summary.best.number, rival.number, rival.is_baseline,
-                        tuple(g for e in mine for g in e["best_goodput_req_s"]),
-                        tuple(g for e in mine for g in e["rival_goodput_req_s"]), calls=len(mine),
-                        best_devices=tuple(d for e in mine for d in where(e, "best")),
-                        rival_devices=tuple(d for e in mine for d in where(e, "rival")))
+    return Confirmation(
+        summary.best.number,
+        rival.number,
+        rival.is_baseline,
+        tuple(g for e in mine for g in e["best_goodput_req_s"]),
+        tuple(g for e in mine for g in e["rival_goodput_req_s"]),
+        calls=len(mine),
+        best_devices=tuple(d for e in mine for d in where(e, "best")),
+        rival_devices=tuple(d for e in mine for d in where(e, "rival")),
+    )
 
 
-def with_confirmations(meta: dict[str, Any], entries: Sequence[Mapping[str, Any]],
-                       summary: Summary) -> tuple[dict[str, Any], Confirmation | None]:
+def with_confirmations(
+    meta: dict[str, Any], entries: Sequence[Mapping[str, Any]], summary: Summary
+) -> tuple[dict[str, Any], Confirmation | None]:
     """best.json's metadata with the study's confirmations: all runs (``confirmations``), and those of the
     current best and rival merged (``confirmation`` and a note); when the best has changed since, a note says
     it is not confirmed. Unchanged without stored runs."""
@@ -118,14 +141,18 @@ def with_confirmations(meta: dict[str, Any], entries: Sequence[Mapping[str, Any]
         out["confirmation"] = current.to_dict()
         out["notes"] = [*meta["notes"], current.line()]
     else:
-        note = ("--confirm re-measured other configurations than the current best and its rival (best.json: "
-                "confirmations); the current best is not confirmed.")
+        note = (
+            "--confirm re-measured other configurations than the current best and its rival (best.json: "
+            "confirmations); the current best is not confirmed."
+        )
         # the defaults' fresh measurements still say more about them than their one search measurement
         defaults = [g for e in entries if e["rival_is_baseline"] for g in e["rival_goodput_req_s"]]
         mean = sum(defaults) / len(defaults) if defaults else 0.0
         if mean > 0 and summary.best is not None and not summary.best.is_baseline and summary.best_goodput:
-            note += (f" vLLM's defaults on fresh servers: {mean:.3f} req/s (n={len(defaults)}); the best's "
-                     f"{summary.best_goodput_text()} is {(summary.best_goodput / mean - 1) * 100:+.0f}% over that.")
+            note += (
+                f" vLLM's defaults on fresh servers: {mean:.3f} req/s (n={len(defaults)}); the best's "
+                f"{summary.best_goodput_text()} is {(summary.best_goodput / mean - 1) * 100:+.0f}% over that."
+            )
         out["notes"] = [*meta["notes"], note]
     return out, current
 
@@ -141,11 +168,14 @@ def rival_of(summary: Summary) -> TrialResult | None:
     return others[0] if others else None
 
 
-def remeasure(contenders: dict[str, ServeConfig], rounds: int,
-              measure: Callable[[int, str, ServeConfig, str | None], TrialResult],
-              progress: Callable[[str], None] = lambda _m: None,
-              devices: Sequence[str | None] = (None,),
-              done: int = 0) -> dict[str, tuple[tuple[float, str | None], ...]]:
+def remeasure(
+    contenders: dict[str, ServeConfig],
+    rounds: int,
+    measure: Callable[[int, str, ServeConfig, str | None], TrialResult],
+    progress: Callable[[str], None] = lambda _m: None,
+    devices: Sequence[str | None] = (None,),
+    done: int = 0,
+) -> dict[str, tuple[tuple[float, str | None], ...]]:
     """Measure every contender ``rounds`` times, round-robin, reversing the order each round so drift hits
     all alike. ``measure(k, name, config, device)`` runs one fresh trial (k numbers them). Per measurement
     the goodput (0 where the SLO held at no load) and the device it ran on. ``done`` rounds ran before (an
@@ -164,15 +194,17 @@ def remeasure(contenders: dict[str, ServeConfig], rounds: int,
     for i in range(done, done + rounds):
         order = names if i % 2 == 0 else names[::-1]
         for start in range(0, len(order), len(devices)):
-            chunk = order[start:start + len(devices)]  # the last may be shorter than the device list
+            chunk = order[start : start + len(devices)]  # the last may be shorter than the device list
             batch = [(k + j, name, devices[j]) for j, name in enumerate(chunk)]
             k += len(batch)
             results = _all_at_once([functools.partial(measure, kk, n, contenders[n], d) for kk, n, d in batch])
             for (_, name, device), res in zip(batch, results, strict=True):
                 got[name].append((res.goodput_req_s if res.slo_met else 0.0, device))
                 where = "" if device is None else f" on device {device}"
-                progress(f"re-measure round {i + 1}/{done + rounds}: {name}{where} {got[name][-1][0]:.3f} req/s"
-                         + ("" if res.slo_met else f" ({res.state}: {res.fail_reason})"))
+                progress(
+                    f"re-measure round {i + 1}/{done + rounds}: {name}{where} {got[name][-1][0]:.3f} req/s"
+                    + ("" if res.slo_met else f" ({res.state}: {res.fail_reason})")
+                )
     return {name: tuple(v) for name, v in got.items()}
 
 
@@ -191,8 +223,7 @@ def _all_at_once(jobs: list[Callable[[], TrialResult]]) -> list[TrialResult]:
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=run, args=(i,), daemon=True, name=f"confirm-{i}")
-               for i in range(1, len(jobs))]
+    threads = [threading.Thread(target=run, args=(i,), daemon=True, name=f"confirm-{i}") for i in range(1, len(jobs))]
     for t in threads:
         t.start()
     results[0] = jobs[0]()
@@ -204,15 +235,32 @@ def _all_at_once(jobs: list[Callable[[], TrialResult]]) -> list[TrialResult]:
     return cast(list[TrialResult], results)
 
 
-def confirm(best: TrialResult, rival: TrialResult, rounds: int,
-            measure: Callable[[int, ServeConfig, str | None], TrialResult],
-            progress: Callable[[str], None] = lambda _m: None,
-            devices: Sequence[str | None] = (None,), done: int = 0) -> Confirmation:
+def confirm(
+    best: TrialResult,
+    rival: TrialResult,
+    rounds: int,
+    measure: Callable[[int, ServeConfig, str | None], TrialResult],
+    progress: Callable[[str], None] = lambda _m: None,
+    devices: Sequence[str | None] = (None,),
+    done: int = 0,
+) -> Confirmation:
     """``measure(k, config, device)`` runs one fresh trial (k numbers them); alternates who goes first (and,
     with two devices, who runs on which), going on after ``done`` rounds of earlier calls."""
-    got = remeasure({f"best (trial {best.number})": best.config, f"rival (trial {rival.number})": rival.config},
-                    rounds, lambda k, _name, config, device: measure(k, config, device), progress, devices, done)
+    got = remeasure(
+        {f"best (trial {best.number})": best.config, f"rival (trial {rival.number})": rival.config},
+        rounds,
+        lambda k, _name, config, device: measure(k, config, device),
+        progress,
+        devices,
+        done,
+    )
     best_m, rival_m = got.values()
-    return Confirmation(best.number, rival.number, rival.is_baseline, tuple(g for g, _ in best_m),
-                        tuple(g for g, _ in rival_m), best_devices=tuple(d for _, d in best_m),
-                        rival_devices=tuple(d for _, d in rival_m))
+    return Confirmation(
+        best.number,
+        rival.number,
+        rival.is_baseline,
+        tuple(g for g, _ in best_m),
+        tuple(g for g, _ in rival_m),
+        best_devices=tuple(d for _, d in best_m),
+        rival_devices=tuple(d for _, d in rival_m),
+    )

@@ -49,17 +49,20 @@ class GPUProfile:
         p = Path(name_or_path)
         if p.suffix in (".yaml", ".yml") or p.is_file():
             if not p.is_file():
-                raise ProfileError(f"GPU profile file {p} does not exist; pass a built-in name "
-                                   f"({', '.join(builtin_gpus())}) or an existing YAML file")
+                raise ProfileError(
+                    f"GPU profile file {p} does not exist; pass a built-in name "
+                    f"({', '.join(builtin_gpus())}) or an existing YAML file"
+                )
             return cls.from_yaml(p)
         from profiles import profile_path
 
         found = profile_path("gpus", name_or_path.lower())
         if found is None:
-            raise ProfileError(f"unknown GPU profile {name_or_path!r}; built-in: "
-                               f"{', '.join(builtin_gpus())}, or 'auto', or a path to a YAML file with "
-                               "the fields "
-                               + ", ".join(_REQUIRED))
+            raise ProfileError(
+                f"unknown GPU profile {name_or_path!r}; built-in: "
+                f"{', '.join(builtin_gpus())}, or 'auto', or a path to a YAML file with "
+                "the fields " + ", ".join(_REQUIRED)
+            )
         return cls.from_yaml(found)
 
     @classmethod
@@ -79,11 +82,15 @@ class GPUProfile:
     def from_dict(cls, data: dict[str, Any], origin: str = "<dict>") -> GPUProfile:
         for key in _REQUIRED:
             if data.get(key) is None:
-                raise ProfileError(f"{origin}: field '{key}' is missing; add it with its source in a comment "
-                                   f"(required fields: {', '.join(_REQUIRED)})")
+                raise ProfileError(
+                    f"{origin}: field '{key}' is missing; add it with its source in a comment "
+                    f"(required fields: {', '.join(_REQUIRED)})"
+                )
         if "fp8_tflops" not in data:
-            raise ProfileError(f"{origin}: field 'fp8_tflops' is missing; give the dense fp8 TFLOP/s, "
-                               "or null when the chip has no fp8 tensor cores")
+            raise ProfileError(
+                f"{origin}: field 'fp8_tflops' is missing; give the dense fp8 TFLOP/s, "
+                "or null when the chip has no fp8 tensor cores"
+            )
         is_cpu = str(data["compute_capability"]) == "cpu"
         memory = data["memory_bytes"]
         if memory == "host":
@@ -104,8 +111,7 @@ class GPUProfile:
                 path=origin,
             )
         except (TypeError, ValueError) as exc:
-            raise ProfileError(f"{origin}: a field has the wrong type ({exc}); numbers must be numbers") \
-                from exc
+            raise ProfileError(f"{origin}: a field has the wrong type ({exc}); numbers must be numbers") from exc
 
 
 def builtin_gpus() -> list[str]:
@@ -126,11 +132,16 @@ def _match_builtin(device_name: str) -> GPUProfile | None:
     """The built-in profile whose name matches the device name nvidia-smi/torch report."""
     lowered = device_name.lower()
     aliases = {
-        "h200": ("h200",), "h100-sxm": ("h100 80gb hbm3", "h100-sxm", "h100 sxm"),
-        "h100-pcie": ("h100 pcie",), "a100-80gb": ("a100-sxm4-80gb", "a100 80gb", "a100-pcie-80gb"),
-        "a100-40gb": ("a100-sxm4-40gb", "a100-pcie-40gb", "a100 40gb"), "l40s": ("l40s",),
+        "h200": ("h200",),
+        "h100-sxm": ("h100 80gb hbm3", "h100-sxm", "h100 sxm"),
+        "h100-pcie": ("h100 pcie",),
+        "a100-80gb": ("a100-sxm4-80gb", "a100 80gb", "a100-pcie-80gb"),
+        "a100-40gb": ("a100-sxm4-40gb", "a100-pcie-40gb", "a100 40gb"),
+        "l40s": ("l40s",),
         "l4": ("nvidia l4",),
-        "a30": ("a30",), "a10": ("nvidia a10",), "rtx4090": ("4090",),
+        "a30": ("a30",),
+        "a10": ("nvidia a10",),
+        "rtx4090": ("4090",),
     }
     for name, keys in aliases.items():
         if any(k in lowered for k in keys) and not (name == "a10" and "a100" in lowered):
@@ -143,13 +154,17 @@ def detect_local() -> GPUProfile:
     built-in profile. No GPU → ProfileError saying what to pass instead."""
     name, total = _query_torch() or _query_nvidia_smi() or (None, None)
     if name is None or total is None:
-        raise ProfileError("--gpu auto: no CUDA GPU found (torch sees none and nvidia-smi is missing or "
-                           f"failed); pass a profile name ({', '.join(builtin_gpus())}) or a YAML path")
+        raise ProfileError(
+            "--gpu auto: no CUDA GPU found (torch sees none and nvidia-smi is missing or "
+            f"failed); pass a profile name ({', '.join(builtin_gpus())}) or a YAML path"
+        )
     known = _match_builtin(name)
     if known is None:
-        raise ProfileError(f"--gpu auto: local GPU {name!r} ({total / GIB:.1f} GiB) has no built-in "
-                           "profile, so its bandwidth and TFLOP/s are unknown; copy profiles/gpus/h200.yaml, "
-                           "fill in its numbers with sources, and pass that file")
+        raise ProfileError(
+            f"--gpu auto: local GPU {name!r} ({total / GIB:.1f} GiB) has no built-in "
+            "profile, so its bandwidth and TFLOP/s are unknown; copy profiles/gpus/h200.yaml, "
+            "fill in its numbers with sources, and pass that file"
+        )
     from dataclasses import replace
 
     return replace(known, memory_bytes=total, sources=known.sources + (("memory_bytes", f"local {name}"),))
@@ -173,8 +188,13 @@ def _query_nvidia_smi() -> tuple[str, int] | None:
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout
+        out = subprocess.run(
+            [exe, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     first = out.strip().splitlines()[0] if out.strip() else ""

@@ -48,11 +48,25 @@ def check_model_dir(path: str, what: str = "--model") -> Path:
 def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
     """Short levels on the CPU (demo/CI), longer and wider on a GPU; --level-seconds overrides."""
     if gpu.is_cpu:
-        plan = MeasurePlan(warmup_requests=2, probe_requests=24, probe_concurrency=8, level_duration_s=6.0,
-                           min_level_requests=12, bisection_steps=2, seed=settings.seed)
+        plan = MeasurePlan(
+            warmup_requests=2,
+            probe_requests=24,
+            probe_concurrency=8,
+            level_duration_s=6.0,
+            min_level_requests=12,
+            bisection_steps=2,
+            seed=settings.seed,
+        )
     else:
-        plan = MeasurePlan(warmup_requests=8, probe_requests=256, probe_concurrency=128, level_duration_s=20.0,
-                           min_level_requests=64, bisection_steps=3, seed=settings.seed)
+        plan = MeasurePlan(
+            warmup_requests=8,
+            probe_requests=256,
+            probe_concurrency=128,
+            level_duration_s=20.0,
+            min_level_requests=64,
+            bisection_steps=3,
+            seed=settings.seed,
+        )
     if settings.level_seconds:
         from dataclasses import replace
 
@@ -71,40 +85,58 @@ def load_inputs(settings: TuneSettings) -> Inputs:
     notes: list[str] = []
     if actual is not None:
         if actual.memory_bytes < gpu.memory_bytes:
-            raise UsageError(f"--emulate-on {settings.emulate_on}: that device has less memory than --gpu "
-                             f"{settings.gpu}; memory can only be emulated on a larger device")
-        notes.append(f"Memory of {gpu.name} emulated on {actual.name} (gpu_memory_utilization rescaled): "
-                     "memory limits match the target GPU, speed does not.")
+            raise UsageError(
+                f"--emulate-on {settings.emulate_on}: that device has less memory than --gpu "
+                f"{settings.gpu}; memory can only be emulated on a larger device"
+            )
+        notes.append(
+            f"Memory of {gpu.name} emulated on {actual.name} (gpu_memory_utilization rescaled): "
+            "memory limits match the target GPU, speed does not."
+        )
     if settings.overlap_startup:
         room = actual.memory_bytes if actual is not None else 0
         if gpu.is_cpu or actual is None or 2 * gpu.memory_bytes > 0.9 * room:
-            raise UsageError("--overlap-startup needs memory for two servers on one device: use it when --gpu is "
-                             "emulated (--emulate-on) on a device with over twice its memory, never on the cpu")
-        notes.append("Startups overlapped: the next trial's server started while the current one was measured "
-                     "(one server measured per device at a time). vLLM's defaults ran alone; a trial measured "
-                     "while other servers started or waited may read lower than on a fresh server (the "
-                     "defaults did, by a third, on the H200): --confirm re-measures the best without that.")
+            raise UsageError(
+                "--overlap-startup needs memory for two servers on one device: use it when --gpu is "
+                "emulated (--emulate-on) on a device with over twice its memory, never on the cpu"
+            )
+        notes.append(
+            "Startups overlapped: the next trial's server started while the current one was measured "
+            "(one server measured per device at a time). vLLM's defaults ran alone; a trial measured "
+            "while other servers started or waited may read lower than on a fresh server (the "
+            "defaults did, by a third, on the H200): --confirm re-measures the best without that."
+        )
     workload = load_workload(settings.workload)
     spec = ModelSpec.from_dir(model_dir)
     if workload.max_input_tokens + workload.max_output_tokens > spec.max_position_embeddings:
-        raise UsageError(f"workload {workload.name!r} needs {workload.max_input_tokens + workload.max_output_tokens} "
-                         f"tokens per request but the model allows {spec.max_position_embeddings}")
+        raise UsageError(
+            f"workload {workload.name!r} needs {workload.max_input_tokens + workload.max_output_tokens} "
+            f"tokens per request but the model allows {spec.max_position_embeddings}"
+        )
     if settings.docker_image:
-        raise UsageError(f"docker_image {settings.docker_image!r}: tune cannot launch trials in Docker yet (the "
-                         "backend exists in launch.docker_backend, but tune would need the image's flags without "
-                         "an engine to ask); use --vllm-python with an interpreter that has vLLM")
+        raise UsageError(
+            f"docker_image {settings.docker_image!r}: tune cannot launch trials in Docker yet (the "
+            "backend exists in launch.docker_backend, but tune would need the image's flags without "
+            "an engine to ask); use --vllm-python with an interpreter that has vLLM"
+        )
     info = probe_vllm(settings.vllm_python)
     device = actual or gpu
     if device.is_cpu != (info.platform == "cpu"):
         build = "the CPU build" if info.platform == "cpu" else f"a {info.platform} build"
-        fix = ("pass --gpu cpu, or --vllm-python with a CUDA build of vLLM on a GPU machine" if info.platform == "cpu"
-               else "pass the GPU's profile (or --gpu auto) instead of cpu")
-        raise UsageError(f"--gpu {settings.gpu} does not match the vLLM in {settings.vllm_python}: it is {build} "
-                         f"of vLLM {info.version}; {fix}")
+        fix = (
+            "pass --gpu cpu, or --vllm-python with a CUDA build of vLLM on a GPU machine"
+            if info.platform == "cpu"
+            else "pass the GPU's profile (or --gpu auto) instead of cpu"
+        )
+        raise UsageError(
+            f"--gpu {settings.gpu} does not match the vLLM in {settings.vllm_python}: it is {build} "
+            f"of vLLM {info.version}; {fix}"
+        )
     kv_space = None
     if gpu.is_cpu:
         kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or CPU_KV_SPACE_DEFAULT_GIB
         if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
             notes.append(f"VLLM_CPU_KVCACHE_SPACE not set: using {kv_space} GiB of KV cache on the CPU.")
-    return Inputs(settings, slos, gpu, actual, workload, spec, model_dir, info, settings.out_dir(), kv_space,
-                  tuple(notes))
+    return Inputs(
+        settings, slos, gpu, actual, workload, spec, model_dir, info, settings.out_dir(), kv_space, tuple(notes)
+    )

@@ -91,12 +91,21 @@ class Level:
         return {k: v for k, v in self.failures.items() if k != ABANDONED}
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "rate": self.rate, "concurrency": self.concurrency, "slo_met": self.slo_met,
-                "goodput_req_s": self.goodput_req_s, "throughput_req_s": self.throughput_req_s,
-                "slo_values": dict(self.slo_values), "requests_failed": self.requests_failed,
-                "ttft_p95_ms": self.ttft_p95_ms, "tpot_p95_ms": self.tpot_p95_ms,
-                "schedule_lag_p95_ms": self.schedule_lag_p95_ms, "failures": dict(self.failures),
-                "failure_example": self.failure_example}
+        return {
+            "kind": self.kind,
+            "rate": self.rate,
+            "concurrency": self.concurrency,
+            "slo_met": self.slo_met,
+            "goodput_req_s": self.goodput_req_s,
+            "throughput_req_s": self.throughput_req_s,
+            "slo_values": dict(self.slo_values),
+            "requests_failed": self.requests_failed,
+            "ttft_p95_ms": self.ttft_p95_ms,
+            "tpot_p95_ms": self.tpot_p95_ms,
+            "schedule_lag_p95_ms": self.schedule_lag_p95_ms,
+            "failures": dict(self.failures),
+            "failure_example": self.failure_example,
+        }
 
 
 @dataclass(frozen=True)
@@ -120,9 +129,21 @@ class CapacityResult:
 
 
 def _level(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -> Level:
-    return Level(kind, rate, conc, bool(rep.slo_met), rep.goodput_req_s, rep.throughput_req_s,
-                 dict(rep.slo_values), rep.requests_failed, rep.value("ttft", 95), rep.value("tpot", 95),
-                 rep.value("schedule_lag", 95), dict(rep.failures), _failure_example(rep))
+    return Level(
+        kind,
+        rate,
+        conc,
+        bool(rep.slo_met),
+        rep.goodput_req_s,
+        rep.throughput_req_s,
+        dict(rep.slo_values),
+        rep.requests_failed,
+        rep.value("ttft", 95),
+        rep.value("tpot", 95),
+        rep.value("schedule_lag", 95),
+        dict(rep.failures),
+        _failure_example(rep),
+    )
 
 
 def _failure_example(rep: LoadReport) -> str | None:
@@ -205,5 +226,6 @@ def capacity_search(
                     lo = mid
                 else:
                     hi = mid
-    return CapacityResult(saturation, best_rate, best, None if best else (closest[1] if closest else None),
-                          tuple(levels))
+    return CapacityResult(
+        saturation, best_rate, best, None if best else (closest[1] if closest else None), tuple(levels)
+    )

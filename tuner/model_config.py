@@ -12,11 +12,27 @@ from tuner.model_spec import DTYPE_BYTES, MLA, ModelSpec, MoE, Quant
 # model_type -> family rules. Families decide defaults the config may omit (tied embeddings, norms,
 # biases) and how sliding windows / MoE fields are spelled.
 _FAMILIES: dict[str, str] = {
-    "llama": "llama", "mistral": "mistral", "mixtral": "mixtral", "qwen2": "qwen2", "qwen3": "qwen3",
-    "qwen2_moe": "qwen2_moe", "qwen3_moe": "qwen3_moe", "gemma": "gemma", "gemma2": "gemma2",
-    "gemma3": "gemma3", "gemma3_text": "gemma3", "deepseek_v2": "deepseek", "deepseek_v3": "deepseek",
-    "kimi_k2": "deepseek", "phi3": "phi3", "granite": "llama", "olmo2": "olmo2", "internlm2": "llama",
-    "glm4_moe": "glm4_moe", "ministral": "mistral", "smollm3": "llama",
+    "llama": "llama",
+    "mistral": "mistral",
+    "mixtral": "mixtral",
+    "qwen2": "qwen2",
+    "qwen3": "qwen3",
+    "qwen2_moe": "qwen2_moe",
+    "qwen3_moe": "qwen3_moe",
+    "gemma": "gemma",
+    "gemma2": "gemma2",
+    "gemma3": "gemma3",
+    "gemma3_text": "gemma3",
+    "deepseek_v2": "deepseek",
+    "deepseek_v3": "deepseek",
+    "kimi_k2": "deepseek",
+    "phi3": "phi3",
+    "granite": "llama",
+    "olmo2": "olmo2",
+    "internlm2": "llama",
+    "glm4_moe": "glm4_moe",
+    "ministral": "mistral",
+    "smollm3": "llama",
 }
 
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3"}
@@ -38,19 +54,24 @@ def parse(cfg: dict[str, Any], source: str) -> ModelSpec:
         cfg = merged
     model_type = cfg.get("model_type")
     if not model_type:
-        raise ModelSpecError(f"{source}: field 'model_type' is missing; add it from the model's published "
-                             f"config.json (one of: {', '.join(sorted(_FAMILIES))})")
+        raise ModelSpecError(
+            f"{source}: field 'model_type' is missing; add it from the model's published "
+            f"config.json (one of: {', '.join(sorted(_FAMILIES))})"
+        )
     family = _FAMILIES.get(str(model_type))
     if family is None:
-        raise ModelSpecError(f"{source}: model_type {model_type!r} is not modelled by the KV budget; known: "
-                             f"{', '.join(sorted(_FAMILIES))}. Add a family rule in tuner/model_config.py "
-                             "(layer types, MoE and MLA fields) before tuning this model")
+        raise ModelSpecError(
+            f"{source}: model_type {model_type!r} is not modelled by the KV budget; known: "
+            f"{', '.join(sorted(_FAMILIES))}. Add a family rule in tuner/model_config.py "
+            "(layer types, MoE and MLA fields) before tuning this model"
+        )
 
     def req(key: str, why: str) -> Any:
         value = cfg.get(key)
         if value is None:
-            raise ModelSpecError(f"{source}: field '{key}' is missing (needed for {why}); copy it from the "
-                                 "model's published config.json")
+            raise ModelSpecError(
+                f"{source}: field '{key}' is missing (needed for {why}); copy it from the model's published config.json"
+            )
         return value
 
     layers = int(req("num_hidden_layers", "the layer count"))
@@ -60,13 +81,17 @@ def parse(cfg: dict[str, Any], source: str) -> ModelSpec:
     head_dim = cfg.get("head_dim")
     if head_dim is None:
         if hidden % heads:
-            raise ModelSpecError(f"{source}: field 'head_dim' is missing and hidden_size {hidden} is not a "
-                                 f"multiple of num_attention_heads {heads}; add head_dim")
+            raise ModelSpecError(
+                f"{source}: field 'head_dim' is missing and hidden_size {hidden} is not a "
+                f"multiple of num_attention_heads {heads}; add head_dim"
+            )
         head_dim = hidden // heads
     dtype = cfg.get("torch_dtype") or cfg.get("dtype")
     if dtype is None:
-        raise ModelSpecError(f"{source}: field 'torch_dtype' is missing (needed for weight and KV bytes); "
-                             'add "torch_dtype": "bfloat16" (or the dtype the checkpoint was saved in)')
+        raise ModelSpecError(
+            f"{source}: field 'torch_dtype' is missing (needed for weight and KV bytes); "
+            'add "torch_dtype": "bfloat16" (or the dtype the checkpoint was saved in)'
+        )
     if str(dtype) not in DTYPE_BYTES:
         raise ModelSpecError(f"{source}: torch_dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
     mla = _parse_mla(cfg, family, req)
@@ -76,34 +101,55 @@ def parse(cfg: dict[str, Any], source: str) -> ModelSpec:
         req("intermediate_size", "the dense MLP weights")
     layer_types, window = _parse_layer_types(cfg, family, layers, source)
     return ModelSpec(
-        source=source, model_type=str(model_type), family=family, num_layers=layers, hidden_size=hidden,
-        num_heads=heads, num_kv_heads=kv_heads, head_dim=int(head_dim),
-        head_dim_v=int(cfg.get("head_dim_v") or head_dim), intermediate_size=intermediate,
+        source=source,
+        model_type=str(model_type),
+        family=family,
+        num_layers=layers,
+        hidden_size=hidden,
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=int(head_dim),
+        head_dim_v=int(cfg.get("head_dim_v") or head_dim),
+        intermediate_size=intermediate,
         vocab_size=int(req("vocab_size", "embedding and logits sizes")),
         max_position_embeddings=int(req("max_position_embeddings", "the default max_model_len")),
-        dtype="bfloat16" if str(dtype) in ("float32", "float") else str(dtype), checkpoint_dtype=str(dtype),
+        dtype="bfloat16" if str(dtype) in ("float32", "float") else str(dtype),
+        checkpoint_dtype=str(dtype),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", family in _TIED_BY_DEFAULT)),
-        layer_types=layer_types, sliding_window=window, mla=mla, moe=moe,
+        layer_types=layer_types,
+        sliding_window=window,
+        mla=mla,
+        moe=moe,
         quant=_parse_quant(cfg.get("quantization_config"), source),
         qkv_bias=bool(cfg.get("attention_bias", family in _QKV_BIAS)) and family != "deepseek",
         qk_norm=family in _QK_NORM or bool(cfg.get("use_qk_norm")),
-        norms_per_layer=_NORMS_PER_LAYER.get(family, 2), vision_params=vision,
+        norms_per_layer=_NORMS_PER_LAYER.get(family, 2),
+        vision_params=vision,
     )
 
 
 def _parse_mla(cfg: dict[str, Any], family: str, req: Any) -> MLA | None:
     if family != "deepseek" or cfg.get("kv_lora_rank") is None:
         return None
-    return MLA(kv_lora_rank=int(req("kv_lora_rank", "MLA")),
-               qk_rope_head_dim=int(req("qk_rope_head_dim", "MLA")),
-               qk_nope_head_dim=int(req("qk_nope_head_dim", "MLA")), v_head_dim=int(req("v_head_dim", "MLA")),
-               q_lora_rank=None if cfg.get("q_lora_rank") is None else int(cfg["q_lora_rank"]))
+    return MLA(
+        kv_lora_rank=int(req("kv_lora_rank", "MLA")),
+        qk_rope_head_dim=int(req("qk_rope_head_dim", "MLA")),
+        qk_nope_head_dim=int(req("qk_nope_head_dim", "MLA")),
+        v_head_dim=int(req("v_head_dim", "MLA")),
+        q_lora_rank=None if cfg.get("q_lora_rank") is None else int(cfg["q_lora_rank"]),
+    )
 
 
 def _parse_moe(cfg: dict[str, Any], family: str, layers: int, req: Any) -> MoE | None:
     if family == "mixtral":
-        return MoE(int(req("num_local_experts", "MoE")), int(req("num_experts_per_tok", "MoE")),
-                   int(req("intermediate_size", "expert size")), 0, False, tuple(range(layers)))
+        return MoE(
+            int(req("num_local_experts", "MoE")),
+            int(req("num_experts_per_tok", "MoE")),
+            int(req("intermediate_size", "expert size")),
+            0,
+            False,
+            tuple(range(layers)),
+        )
     if family in ("qwen2_moe", "qwen3_moe"):
         experts = int(cfg.get("num_experts") or 0)
         if experts == 0:
@@ -111,8 +157,14 @@ def _parse_moe(cfg: dict[str, Any], family: str, layers: int, req: Any) -> MoE |
         step, dense = int(cfg.get("decoder_sparse_step") or 1), set(cfg.get("mlp_only_layers") or ())
         moe_layers = tuple(i for i in range(layers) if i not in dense and (i + 1) % step == 0)
         shared = int(cfg.get("shared_expert_intermediate_size") or 0)
-        return MoE(experts, int(req("num_experts_per_tok", "MoE")), int(req("moe_intermediate_size", "MoE")),
-                   shared, shared > 0, moe_layers)
+        return MoE(
+            experts,
+            int(req("num_experts_per_tok", "MoE")),
+            int(req("moe_intermediate_size", "MoE")),
+            shared,
+            shared > 0,
+            moe_layers,
+        )
     if family in ("deepseek", "glm4_moe"):
         experts = int(cfg.get("n_routed_experts") or 0)
         if experts == 0:
@@ -125,8 +177,9 @@ def _parse_moe(cfg: dict[str, Any], family: str, layers: int, req: Any) -> MoE |
     return None
 
 
-def _parse_layer_types(cfg: dict[str, Any], family: str, layers: int,
-                       source: str) -> tuple[tuple[str, ...], int | None]:
+def _parse_layer_types(
+    cfg: dict[str, Any], family: str, layers: int, source: str
+) -> tuple[tuple[str, ...], int | None]:
     window = cfg.get("sliding_window")
     full = ("full_attention",) * layers
     if family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not cfg.get("use_sliding_window", False):
@@ -137,15 +190,16 @@ def _parse_layer_types(cfg: dict[str, Any], family: str, layers: int,
     if isinstance(explicit, list) and len(explicit) == layers:
         unknown = sorted(set(explicit) - {"full_attention", "sliding_attention"})
         if unknown:
-            raise ModelSpecError(f"{source}: layer_types has {unknown}, which the KV budget does not model "
-                                 "(only full_attention and sliding_attention)")
+            raise ModelSpecError(
+                f"{source}: layer_types has {unknown}, which the KV budget does not model "
+                "(only full_attention and sliding_attention)"
+            )
         types = tuple(str(t) for t in explicit)
     elif family == "gemma2":
         types = tuple("sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers))
     elif family == "gemma3":
         pattern = int(cfg.get("sliding_window_pattern") or 6)
-        types = tuple("full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
-                      for i in range(layers))
+        types = tuple("full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers))
     elif family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
         first = int(cfg.get("max_window_layers") or 0)
         types = tuple("sliding_attention" if i >= first else "full_attention" for i in range(layers))
@@ -159,28 +213,40 @@ def _parse_quant(qc: Any, source: str) -> Quant | None:
         return None
     method = str(qc.get("quant_method", "")).lower()
     if method == "awq":
-        return Quant("awq", int(qc.get("bits") or qc.get("w_bit") or 4), int(qc.get("group_size")
-                     or qc.get("q_group_size") or 128), bool(qc.get("zero_point", True)),
-                     tuple(qc.get("modules_to_not_convert") or ()))
+        return Quant(
+            "awq",
+            int(qc.get("bits") or qc.get("w_bit") or 4),
+            int(qc.get("group_size") or qc.get("q_group_size") or 128),
+            bool(qc.get("zero_point", True)),
+            tuple(qc.get("modules_to_not_convert") or ()),
+        )
     if method == "gptq":
         ignore = () if qc.get("lm_head") else ("lm_head",)
         return Quant("gptq", int(qc.get("bits", 4)), int(qc.get("group_size", 128)), True, ignore, g_idx=True)
     if method == "compressed-tensors":
-        groups = [g for g in (qc.get("config_groups") or {}).values()
-                  if isinstance(g, dict) and g.get("weights")]
+        groups = [g for g in (qc.get("config_groups") or {}).values() if isinstance(g, dict) and g.get("weights")]
         if not groups:
-            raise ModelSpecError(f"{source}: quantization_config.config_groups has no 'weights' scheme; the "
-                                 "weight bytes cannot be derived")
+            raise ModelSpecError(
+                f"{source}: quantization_config.config_groups has no 'weights' scheme; the "
+                "weight bytes cannot be derived"
+            )
         w = groups[0]["weights"]
         strategy = str(w.get("strategy", "group"))
         group = int(w.get("group_size") or -1) if strategy == "group" else -1
-        return Quant("compressed-tensors", int(w.get("num_bits", 4)), group,
-                     not bool(w.get("symmetric", True)), tuple(qc.get("ignore") or ()))
+        return Quant(
+            "compressed-tensors",
+            int(w.get("num_bits", 4)),
+            group,
+            not bool(w.get("symmetric", True)),
+            tuple(qc.get("ignore") or ()),
+        )
     if method == "fp8":
         ignored = qc.get("ignored_layers") or qc.get("modules_to_not_convert") or ()
         return Quant("fp8", 8, -1, False, tuple(ignored))
-    raise ModelSpecError(f"{source}: quantization_config.quant_method {method!r} is not modelled (known: "
-                         "awq, gptq, compressed-tensors, fp8); weight bytes would be a guess")
+    raise ModelSpecError(
+        f"{source}: quantization_config.quant_method {method!r} is not modelled (known: "
+        "awq, gptq, compressed-tensors, fp8); weight bytes would be a guess"
+    )
 
 
 def _vision_params(vc: Any, text_hidden: int) -> int:

@@ -96,8 +96,10 @@ class ModelSpec:
         path = Path(path)
         cfg_path = path / "config.json" if path.is_dir() else path
         if not cfg_path.is_file():
-            raise ModelSpecError(f"{cfg_path}: no config.json; --model must be a model directory "
-                                 "(with config.json) or the config.json itself")
+            raise ModelSpecError(
+                f"{cfg_path}: no config.json; --model must be a model directory "
+                "(with config.json) or the config.json itself"
+            )
         try:
             cfg = json.loads(cfg_path.read_text())
         except json.JSONDecodeError as exc:
@@ -126,8 +128,7 @@ class ModelSpec:
             return 2
         if kv_dtype.startswith("fp8"):
             return 1
-        raise ModelSpecError(f"kv_cache_dtype {kv_dtype!r} is not modelled; use auto, bfloat16, float16 "
-                             "or fp8")
+        raise ModelSpecError(f"kv_cache_dtype {kv_dtype!r} is not modelled; use auto, bfloat16, float16 or fp8")
 
     def kv_bytes_per_token_layer(self, kv_dtype: str | None = "auto", tp: int = 1) -> int:
         """Bytes one token occupies in one attention layer's KV cache (per GPU at TP ``tp``)."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tuner.model_spec import ModelSpec, Quant
 
+
 # ---- tensors ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _T:
@@ -51,17 +52,25 @@ def _attention(s: ModelSpec, p: str) -> list[_T]:
     h = s.hidden_size
     if s.mla is not None:
         m, qk = s.mla, s.mla.qk_nope_head_dim + s.mla.qk_rope_head_dim
-        query = ([_lin(p + "q_a_proj", h, m.q_lora_rank), _T(p + "q_a_layernorm", m.q_lora_rank),
-                  _lin(p + "q_b_proj", m.q_lora_rank, s.num_heads * qk)] if m.q_lora_rank
-                 else [_lin(p + "q_proj", h, s.num_heads * qk)])
+        query = (
+            [
+                _lin(p + "q_a_proj", h, m.q_lora_rank),
+                _T(p + "q_a_layernorm", m.q_lora_rank),
+                _lin(p + "q_b_proj", m.q_lora_rank, s.num_heads * qk),
+            ]
+            if m.q_lora_rank
+            else [_lin(p + "q_proj", h, s.num_heads * qk)]
+        )
         kv_b = s.num_heads * (m.qk_nope_head_dim + m.v_head_dim)
-        return query + [_lin(p + "kv_a_proj_with_mqa", h, m.kv_lora_rank + m.qk_rope_head_dim),
-                        _T(p + "kv_a_layernorm", m.kv_lora_rank), _lin(p + "kv_b_proj", m.kv_lora_rank, kv_b),
-                        _lin(p + "o_proj", s.num_heads * m.v_head_dim, h)]
+        return query + [
+            _lin(p + "kv_a_proj_with_mqa", h, m.kv_lora_rank + m.qk_rope_head_dim),
+            _T(p + "kv_a_layernorm", m.kv_lora_rank),
+            _lin(p + "kv_b_proj", m.kv_lora_rank, kv_b),
+            _lin(p + "o_proj", s.num_heads * m.v_head_dim, h),
+        ]
     q, kv = s.num_heads * s.head_dim, s.num_kv_heads * s.head_dim
     v = s.num_kv_heads * s.head_dim_v
-    out = [_lin(p + "q_proj", h, q), _lin(p + "k_proj", h, kv), _lin(p + "v_proj", h, v),
-           _lin(p + "o_proj", q, h)]
+    out = [_lin(p + "q_proj", h, q), _lin(p + "k_proj", h, kv), _lin(p + "v_proj", h, v), _lin(p + "o_proj", q, h)]
     if s.qkv_bias:
         out.append(_T(p + "qkv_bias", q + kv + v))
     if s.qk_norm:
@@ -70,8 +79,11 @@ def _attention(s: ModelSpec, p: str) -> list[_T]:
 
 
 def _gated(p: str, h: int, inter: int, active: float = 1.0) -> list[_T]:
-    return [_lin(p + "gate_proj", h, inter, active), _lin(p + "up_proj", h, inter, active),
-            _lin(p + "down_proj", inter, h, active)]
+    return [
+        _lin(p + "gate_proj", h, inter, active),
+        _lin(p + "up_proj", h, inter, active),
+        _lin(p + "down_proj", inter, h, active),
+    ]
 
 
 def _mlp(s: ModelSpec, i: int, p: str) -> list[_T]:

@@ -91,14 +91,19 @@ def launched_config(config: ServeConfig, ctx: TrialContext) -> ServeConfig:
         return config
     gmu = config.gpu_memory_utilization or DEFAULT_GMU
     seqs, tokens = default_batch_limits(ctx.gpu, ctx.vllm_version or "0.0", config.tensor_parallel_size or 1)
-    return replace(config, gpu_memory_utilization=round(emulated_gmu(ctx.gpu, ctx.actual_memory_bytes, gmu), 4),
-                   max_num_seqs=config.max_num_seqs or seqs,
-                   max_num_batched_tokens=config.max_num_batched_tokens or tokens)
+    return replace(
+        config,
+        gpu_memory_utilization=round(emulated_gmu(ctx.gpu, ctx.actual_memory_bytes, gmu), 4),
+        max_num_seqs=config.max_num_seqs or seqs,
+        max_num_batched_tokens=config.max_num_batched_tokens or tokens,
+    )
 
 
 def _max_num_seqs(config: ServeConfig, ctx: TrialContext) -> int:
-    return config.max_num_seqs or default_batch_limits(ctx.gpu, ctx.vllm_version or "0.0",
-                                                       config.tensor_parallel_size or 1)[0]
+    return (
+        config.max_num_seqs
+        or default_batch_limits(ctx.gpu, ctx.vllm_version or "0.0", config.tensor_parallel_size or 1)[0]
+    )
 
 
 def running_capacity(config: ServeConfig, ctx: TrialContext, kv_cache_tokens: int | None) -> int:
@@ -111,8 +116,13 @@ def running_capacity(config: ServeConfig, ctx: TrialContext, kv_cache_tokens: in
     return max(1, min(seqs, kv_cache_tokens // max(1, longest)))
 
 
-def hopeless_check(config: ServeConfig, ctx: TrialContext, is_baseline: bool, running: int | None = None,
-                   probe_concurrency: int | None = None) -> Callable[[float], str | None] | None:
+def hopeless_check(
+    config: ServeConfig,
+    ctx: TrialContext,
+    is_baseline: bool,
+    running: int | None = None,
+    probe_concurrency: int | None = None,
+) -> Callable[[float], str | None] | None:
     """What decides, from the saturation probe, that ``config`` cannot win (see HOPELESS_FACTOR); None when
     the probe cannot tell (the baseline is always measured in full; more sequences at once, ``running``
     (default: max_num_seqs), than the probe sends (default: the plan's probe concurrency))."""
@@ -127,20 +137,36 @@ def hopeless_check(config: ServeConfig, ctx: TrialContext, is_baseline: bool, ru
         if best is None or saturation * HOPELESS_FACTOR >= best:
             return None
         fit = f" ({running} of the longest requests fit its KV cache)" if running and running < seqs else ""
-        return (f"hopeless: the saturation probe completed {saturation:.2f} req/s with max_num_seqs {seqs}{fit}, under "
-                f"1/{HOPELESS_FACTOR:g} of the best goodput so far ({best:.2f} req/s); not measured further")
+        return (
+            f"hopeless: the saturation probe completed {saturation:.2f} req/s with max_num_seqs {seqs}{fit}, under "
+            f"1/{HOPELESS_FACTOR:g} of the best goodput so far ({best:.2f} req/s); not measured further"
+        )
+
     return check
 
 
-def _measure(url: str, config: ServeConfig, ctx: TrialContext, number: int,
-             on_level: Callable[[Level], None], hopeless: Callable[[float], str | None] | None = None,
-             plan: MeasurePlan | None = None) -> CapacityResult:
+def _measure(
+    url: str,
+    config: ServeConfig,
+    ctx: TrialContext,
+    number: int,
+    on_level: Callable[[Level], None],
+    hopeless: Callable[[float], str | None] | None = None,
+    plan: MeasurePlan | None = None,
+) -> CapacityResult:
     plan = plan or ctx.plan
 
     def spec(**kw: Any) -> LoadSpec:
-        return LoadSpec(url=url, model=config.name, workload=ctx.workload, slos=ctx.slos,
-                        tokenizer=ctx.tokenizer, output_tokens=ctx.output_tokens,
-                        seed=ctx.plan.seed + number, **kw)
+        return LoadSpec(
+            url=url,
+            model=config.name,
+            workload=ctx.workload,
+            slos=ctx.slos,
+            tokenizer=ctx.tokenizer,
+            output_tokens=ctx.output_tokens,
+            seed=ctx.plan.seed + number,
+            **kw,
+        )
 
     def run_rate(rate: float, n: int, may_abandon: bool) -> LoadReport:
         return run_load(spec(rate=rate, requests=n, concurrency=None, duration_s=None, abandon_when_lost=may_abandon))
@@ -169,8 +195,14 @@ def _spec_of_dir(path: str) -> ModelSpec:
     return ModelSpec.from_dir(path)
 
 
-def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialContext,
-              progress: Callable[[str], None] = lambda _m: None, device: str | None = None) -> TrialResult:
+def run_trial(
+    number: int,
+    config: ServeConfig,
+    is_baseline: bool,
+    ctx: TrialContext,
+    progress: Callable[[str], None] = lambda _m: None,
+    device: str | None = None,
+) -> TrialResult:
     """Run one trial; ``device`` pins it to one GPU (CUDA_VISIBLE_DEVICES) on a multi-GPU host."""
     from launch.server import start_server
 
@@ -195,22 +227,34 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
         what = f"rate {level.rate:.2f}/s" if level.rate is not None else f"probe c={level.concurrency}"
         vals = ", ".join(f"{k} {v:.0f}ms" for k, v in level.slo_values.items() if v is not None) or "lost early"
         lag = level.schedule_lag_p95_ms or 0.0
-        behind = (f"; load generator behind schedule (p95 {lag:.0f} ms, counted in TTFT)"
-                  if lag >= LATE_GENERATOR_MS else "")
+        behind = (
+            f"; load generator behind schedule (p95 {lag:.0f} ms, counted in TTFT)" if lag >= LATE_GENERATOR_MS else ""
+        )
         failed = level.errors
-        errors = (f"; {sum(failed.values())} request(s) failed ({', '.join(f'{k}: {v}' for k, v in failed.items())}"
-                  f"; first: {level.failure_example})" if failed else "")
-        progress(f"{what}: {'met' if level.slo_met else 'missed'} ({vals}) goodput {level.goodput_req_s:.2f}/s"
-                 f"{behind}{errors}")
+        errors = (
+            f"; {sum(failed.values())} request(s) failed ({', '.join(f'{k}: {v}' for k, v in failed.items())}"
+            f"; first: {level.failure_example})"
+            if failed
+            else ""
+        )
+        progress(
+            f"{what}: {'met' if level.slo_met else 'missed'} ({vals}) goodput {level.goodput_req_s:.2f}/s"
+            f"{behind}{errors}"
+        )
 
     start_lock = ctx.start_locks.get(device)
     try:
         with start_lock or contextlib.nullcontext():
             timeline["launched"] = ctx.wall_clock()
-            server = start_server(launched, python=ctx.python, log_dir=ctx.log_dir / f"trial-{number:03d}",
-                                  startup_timeout_s=ctx.startup_timeout_s,
-                                  warmup_requests=ctx.plan.warmup_requests, on_progress=progress,
-                                  nice=ctx.server_nice)
+            server = start_server(
+                launched,
+                python=ctx.python,
+                log_dir=ctx.log_dir / f"trial-{number:03d}",
+                startup_timeout_s=ctx.startup_timeout_s,
+                warmup_requests=ctx.plan.warmup_requests,
+                on_progress=progress,
+                nice=ctx.server_nice,
+            )
             timeline["ready"] = ctx.wall_clock()
         try:
             readback = asdict(server.readback)
@@ -229,8 +273,15 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
                     raise OverBudget(why, timeline)
                 with ctx.time_budget.measuring() if ctx.time_budget is not None else contextlib.nullcontext():
                     began = ctx.wall_clock()
-                    cap = _measure(server.url, config, ctx, number, on_level,
-                                   hopeless_check(launched, ctx, is_baseline, running, plan.probe_concurrency), plan)
+                    cap = _measure(
+                        server.url,
+                        config,
+                        ctx,
+                        number,
+                        on_level,
+                        hopeless_check(launched, ctx, is_baseline, running, plan.probe_concurrency),
+                        plan,
+                    )
                     timeline["measured"] = [began, ctx.wall_clock()]
             alive = server.alive()
             tail = "" if alive else server.log_tail()
@@ -243,24 +294,53 @@ def run_trial(number: int, config: ServeConfig, is_baseline: bool, ctx: TrialCon
     except LaunchFailure as exc:
         progress(f"launch failed: {exc}")
         timeline["stopped"] = ctx.wall_clock()  # start_server stops what it started before raising
-        return replace(base, state=FAIL, launched=launched, fail_reason=f"{exc.reason}: {exc.detail}",
-                       log_tail=exc.log_tail, duration_s=time.monotonic() - t0, constraint=math.inf,
-                       extra={"budget_admitted_but_failed": exc.reason in MEMORY_REASONS}, timeline=timeline)
-    measured = replace(base, state=COMPLETE, launched=launched, readback=readback, startup_s=startup_s,
-                       timeline=timeline,
-                       levels=tuple(levels), saturation_req_s=cap.saturation_req_s,
-                       duration_s=time.monotonic() - t0)
+        return replace(
+            base,
+            state=FAIL,
+            launched=launched,
+            fail_reason=f"{exc.reason}: {exc.detail}",
+            log_tail=exc.log_tail,
+            duration_s=time.monotonic() - t0,
+            constraint=math.inf,
+            extra={"budget_admitted_but_failed": exc.reason in MEMORY_REASONS},
+            timeline=timeline,
+        )
+    measured = replace(
+        base,
+        state=COMPLETE,
+        launched=launched,
+        readback=readback,
+        startup_s=startup_s,
+        timeline=timeline,
+        levels=tuple(levels),
+        saturation_req_s=cap.saturation_req_s,
+        duration_s=time.monotonic() - t0,
+    )
     if not alive:
-        return replace(measured, state=FAIL, fail_reason="crashed_after_start: the server died during the load test",
-                       log_tail=tail, constraint=math.inf)
+        return replace(
+            measured,
+            state=FAIL,
+            fail_reason="crashed_after_start: the server died during the load test",
+            log_tail=tail,
+            constraint=math.inf,
+        )
     if cap.abandoned:
         progress(f"pruned after the probe: {cap.abandoned}")
         return replace(measured, state=PRUNED, fail_reason=cap.abandoned, constraint=0.0)
     if cap.best is not None:
-        return replace(measured, slo_met=True, goodput_req_s=cap.goodput_req_s, best_rate=cap.best_rate,
-                       report=cap.best.to_dict(), constraint=min(0.0, slo_excess(cap.best, ctx.slos)))
+        return replace(
+            measured,
+            slo_met=True,
+            goodput_req_s=cap.goodput_req_s,
+            best_rate=cap.best_rate,
+            report=cap.best.to_dict(),
+            constraint=min(0.0, slo_excess(cap.best, ctx.slos)),
+        )
     closest = cap.closest
     excess = slo_excess(closest, ctx.slos) if closest is not None else math.inf
-    return replace(measured, report=closest.to_dict() if closest is not None else None,
-                   fail_reason="slo_not_met: no tested load kept every SLO",
-                   constraint=excess if math.isfinite(excess) else 1e6)
+    return replace(
+        measured,
+        report=closest.to_dict() if closest is not None else None,
+        fail_reason="slo_not_met: no tested load kept every SLO",
+        constraint=excess if math.isfinite(excess) else 1e6,
+    )

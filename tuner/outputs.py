@@ -49,8 +49,11 @@ class Summary:
             return "n/a"
         text = f"{self.best_goodput:.3f} req/s"
         if len(self.best_goodputs) > 1:
-            text += (f" (mean of {len(self.best_goodputs)} measurements: "
-                     + ", ".join(f"{g:.3f}" for g in self.best_goodputs) + ")")
+            text += (
+                f" (mean of {len(self.best_goodputs)} measurements: "
+                + ", ".join(f"{g:.3f}" for g in self.best_goodputs)
+                + ")"
+            )
         return text
 
 
@@ -91,8 +94,11 @@ def summarize(results: list[TrialResult]) -> Summary:
     best_mean, best, best_goodputs = ranked[0] if ranked else (0.0, None, ())
     baseline = next((r for r in results if r.is_baseline), None)
     baseline_goodputs = tuple(_goodput(r) for r in groups.get(baseline.config, [])) if baseline else ()
-    closest = tuple(sorted((r for r in results if r.state == COMPLETE and not r.slo_met),
-                           key=lambda r: r.constraint)[:3]) if best is None else ()
+    closest = (
+        tuple(sorted((r for r in results if r.state == COMPLETE and not r.slo_met), key=lambda r: r.constraint)[:3])
+        if best is None
+        else ()
+    )
     gain, note = None, "no baseline trial yet"
     if baseline is not None:
         base_mean = _mean(baseline_goodputs) if baseline_goodputs else 0.0
@@ -119,8 +125,13 @@ def trials_frame(results: list[TrialResult], timelines: Mapping[int, Mapping[str
     rows = []
     for r in sorted(results, key=lambda r: r.number):
         c = met.get(r.number)
-        rows.append({**r.csv_row(), "others_starting_s": None if c is None else round(c.others_starting_s, 1),
-                     "others_up_mean": None if c is None else round(c.others_up_mean, 2)})
+        rows.append(
+            {
+                **r.csv_row(),
+                "others_starting_s": None if c is None else round(c.others_starting_s, 1),
+                "others_up_mean": None if c is None else round(c.others_up_mean, 2),
+            }
+        )
     return pd.DataFrame(rows).convert_dtypes()  # integer knobs stay integers next to empty (default) cells
 
 
@@ -128,12 +139,19 @@ def best_document(summary: Summary, meta: dict[str, Any]) -> dict[str, Any]:
     def brief(r: TrialResult | None) -> dict[str, Any] | None:
         if r is None:
             return None
-        return {"trial": r.number, "state": r.state, "slo_met": r.slo_met, "goodput_req_s": r.goodput_req_s,
-                "best_rate_req_s": r.best_rate, "config": r.config.to_dict(),
-                "launched": r.launched.to_dict() if r.launched else None, "metrics": r.report,
-                "kv_tokens_predicted": (r.budget or {}).get("kv_tokens"),
-                "kv_tokens_reported": (r.readback or {}).get("kv_cache_size_tokens"),
-                "fail_reason": r.fail_reason}
+        return {
+            "trial": r.number,
+            "state": r.state,
+            "slo_met": r.slo_met,
+            "goodput_req_s": r.goodput_req_s,
+            "best_rate_req_s": r.best_rate,
+            "config": r.config.to_dict(),
+            "launched": r.launched.to_dict() if r.launched else None,
+            "metrics": r.report,
+            "kv_tokens_predicted": (r.budget or {}).get("kv_tokens"),
+            "kv_tokens_reported": (r.readback or {}).get("kv_cache_size_tokens"),
+            "fail_reason": r.fail_reason,
+        }
 
     return {
         **meta,
@@ -150,9 +168,14 @@ def best_document(summary: Summary, meta: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def write_outputs(out: Path, results: list[TrialResult], meta: dict[str, Any],
-                  write_script: Any, write_report: Any,
-                  timelines: Mapping[int, Mapping[str, Any]] | None = None) -> Summary:
+def write_outputs(
+    out: Path,
+    results: list[TrialResult],
+    meta: dict[str, Any],
+    write_script: Any,
+    write_report: Any,
+    timelines: Mapping[int, Mapping[str, Any]] | None = None,
+) -> Summary:
     """Write every output file; ``write_script(path, best)`` and ``write_report(path, results, summary,
     meta)`` are injected (launch.sh needs the probed vLLM; report.html is its own module)."""
     out.mkdir(parents=True, exist_ok=True)

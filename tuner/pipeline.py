@@ -62,15 +62,19 @@ class Progress:
         done = len(finished(study))
         per = (time.monotonic() - self.t0) / self.done_here
         eta = per * max(0, self.total - done)
-        best = (f"best so far {summary.best_goodput_text()} (trial {summary.best.number})"
-                if summary.best else "no config has met the SLO yet")
+        best = (
+            f"best so far {summary.best_goodput_text()} (trial {summary.best.number})"
+            if summary.best
+            else "no config has met the SLO yet"
+        )
         self.say(f"{done}/{self.total} finished; {best}; ETA {eta / 60:.1f} min")
 
 
 def base_config(inp: Inputs) -> ServeConfig:
     s = inp.settings
-    cfg = ServeConfig(model=str(inp.model_dir), served_model_name=inp.model_dir.name, load_format=s.load_format,
-                      seed=s.seed)
+    cfg = ServeConfig(
+        model=str(inp.model_dir), served_model_name=inp.model_dir.name, load_format=s.load_format, seed=s.seed
+    )
     if inp.cpu_kv_space_gib:
         cfg = cfg.with_env(VLLM_CPU_KVCACHE_SPACE=inp.cpu_kv_space_gib)
     return cfg
@@ -78,31 +82,55 @@ def base_config(inp: Inputs) -> ServeConfig:
 
 def space_context(inp: Inputs, base: ServeConfig, quantized: str | None) -> SpaceContext:
     variants = {"16bit": base.model, "awq": quantized} if quantized else {}
-    return SpaceContext(base=base, min_model_len=inp.workload.max_input_tokens + inp.workload.max_output_tokens,
-                        model_max_len=inp.spec.max_position_embeddings, is_cpu=inp.gpu.is_cpu,
-                        fp8_kv=inp.gpu.fp8_kv, flags=inp.vllm.flags, variants=variants,
-                        draft_model=inp.settings.draft_model)
+    return SpaceContext(
+        base=base,
+        min_model_len=inp.workload.max_input_tokens + inp.workload.max_output_tokens,
+        model_max_len=inp.spec.max_position_embeddings,
+        is_cpu=inp.gpu.is_cpu,
+        fp8_kv=inp.gpu.fp8_kv,
+        flags=inp.vllm.flags,
+        variants=variants,
+        draft_model=inp.settings.draft_model,
+    )
 
 
 def trial_context(inp: Inputs, log_dir: Path) -> TrialContext:
     """What every trial (and every re-verification) of these inputs needs besides its configuration."""
     s = inp.settings
-    return TrialContext(spec=inp.spec, gpu=inp.gpu, slos=inp.slos, workload=inp.workload,
-                        plan=measure_plan(s, inp.gpu), python=s.vllm_python, log_dir=log_dir,
-                        vllm_version=inp.vllm.version, tokenizer=str(inp.model_dir),
-                        actual_memory_bytes=inp.actual_gpu.memory_bytes if inp.actual_gpu else None,
-                        startup_timeout_s=s.startup_timeout, env=dict(base_config(inp).env),
-                        output_tokens=s.output_tokens, server_nice=CPU_SERVER_NICE if inp.gpu.is_cpu else 0)
+    return TrialContext(
+        spec=inp.spec,
+        gpu=inp.gpu,
+        slos=inp.slos,
+        workload=inp.workload,
+        plan=measure_plan(s, inp.gpu),
+        python=s.vllm_python,
+        log_dir=log_dir,
+        vllm_version=inp.vllm.version,
+        tokenizer=str(inp.model_dir),
+        actual_memory_bytes=inp.actual_gpu.memory_bytes if inp.actual_gpu else None,
+        startup_timeout_s=s.startup_timeout,
+        env=dict(base_config(inp).env),
+        output_tokens=s.output_tokens,
+        server_nice=CPU_SERVER_NICE if inp.gpu.is_cpu else 0,
+    )
 
 
 def metadata(inp: Inputs, versions: dict[str, Any], fingerprint: str) -> dict[str, Any]:
-    return {"created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "settings": inp.settings.to_dict(), "slo": inp.settings.slo, "workload": inp.workload.name,
-            "gpu": {"profile": inp.gpu.name, "emulated_on": inp.actual_gpu.name if inp.actual_gpu else None,
-                    "emulation": "memory only" if inp.actual_gpu else None},
-            "model": {"path": str(inp.model_dir), "fingerprint": fingerprint},
-            "vllm": {"version": inp.vllm.version, "python": inp.vllm.python}, "versions": versions,
-            "notes": list(inp.notes)}
+    return {
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "settings": inp.settings.to_dict(),
+        "slo": inp.settings.slo,
+        "workload": inp.workload.name,
+        "gpu": {
+            "profile": inp.gpu.name,
+            "emulated_on": inp.actual_gpu.name if inp.actual_gpu else None,
+            "emulation": "memory only" if inp.actual_gpu else None,
+        },
+        "model": {"path": str(inp.model_dir), "fingerprint": fingerprint},
+        "vllm": {"version": inp.vllm.version, "python": inp.vllm.python},
+        "versions": versions,
+        "notes": list(inp.notes),
+    }
 
 
 def importances(study: optuna.Study) -> dict[str, float]:
@@ -118,8 +146,14 @@ def importances(study: optuna.Study) -> dict[str, float]:
         return {}
 
 
-def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str, Any]] | None = None,
-         progress: Progress | None = None, versions: dict[str, Any] | None = None) -> TuneOutcome:
+def tune(
+    inp: Inputs,
+    *,
+    quantized: str | None = None,
+    warm_start: list[dict[str, Any]] | None = None,
+    progress: Progress | None = None,
+    versions: dict[str, Any] | None = None,
+) -> TuneOutcome:
     from launch.fingerprint import model_fingerprint
     from launch.script import write_launch_script
     from tuner.versions import collect_versions
@@ -159,8 +193,14 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
 
     def write_all(st: optuna.Study) -> Summary:
         def script(path: Path, best: TrialResult) -> None:
-            write_launch_script(path, best.config, inp.vllm, fingerprint=fingerprint, model_dir=best.config.model,
-                                note=f"slotune: trial {best.number}, {s.slo}, workload {inp.workload.name}")
+            write_launch_script(
+                path,
+                best.config,
+                inp.vllm,
+                fingerprint=fingerprint,
+                model_dir=best.config.model,
+                note=f"slotune: trial {best.number}, {s.slo}, workload {inp.workload.name}",
+            )
 
         def report(path: Path, results: list[TrialResult], summary: Summary, m: dict[str, Any]) -> None:
             write_report(path, results, summary, m, importances(st))
@@ -171,14 +211,20 @@ def tune(inp: Inputs, *, quantized: str | None = None, warm_start: list[dict[str
 
     devices = s.device_list()
     if s.overlap_startup:  # two trials per device: one starting while the other is measured
-        tctx = replace(tctx, start_locks={d: threading.Lock() for d in devices},
-                       measure_locks={d: threading.Lock() for d in devices})
+        tctx = replace(
+            tctx,
+            start_locks={d: threading.Lock() for d in devices},
+            measure_locks={d: threading.Lock() for d in devices},
+        )
         devices = [d for d in devices for _ in (0, 1)]
     ran = run_study(study, s.trials, run_one, after_each, devices=devices, budget=budget)
     summary = write_all(study)
     earlier = current_confirmation(stored_runs(study), summary)
-    fresh = (_confirm(summary, s.confirm, tctx, progress, s.device_list(),
-                      len(earlier.best_goodput) if earlier else 0) if s.confirm else None)
+    fresh = (
+        _confirm(summary, s.confirm, tctx, progress, s.device_list(), len(earlier.best_goodput) if earlier else 0)
+        if s.confirm
+        else None
+    )
     if fresh is not None:  # kept in the study, so that a resumed study adds to it instead of losing it
         run = stored_run(fresh, s.devices, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
         study.set_user_attr(STUDY_ATTR, [*stored_runs(study), run])
@@ -192,8 +238,9 @@ def stored_runs(study: optuna.Study) -> list[dict[str, Any]]:
     return list(study.user_attrs.get(STUDY_ATTR, []))
 
 
-def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progress,
-             devices: list[str | None], done: int) -> Confirmation | None:
+def _confirm(
+    summary: Summary, rounds: int, tctx: TrialContext, progress: Progress, devices: list[str | None], done: int
+) -> Confirmation | None:
     rival = rival_of(summary)
     if summary.best is None or rival is None:
         progress.say("--confirm: nothing to confirm (fewer than two configurations to compare)")
@@ -203,8 +250,7 @@ def _confirm(summary: Summary, rounds: int, tctx: TrialContext, progress: Progre
     full = replace(tctx, best_goodput=lambda: None, time_budget=None)
 
     def measure(k: int, config: ServeConfig, device: str | None) -> TrialResult:
-        return run_trial(9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"),
-                         device=device)
+        return run_trial(9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"), device=device)
 
     result = confirm(summary.best, rival, rounds, measure, progress.say, devices, done)
     progress.say(result.line())

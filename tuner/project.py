@@ -76,8 +76,11 @@ def read_project_file(path: Path) -> dict[str, Any]:
 
 def render_project_file(values: dict[str, Any]) -> str:
     """A commented slotune.yaml: every key with its meaning; given values set, the rest commented out."""
-    lines = ["# slotune project file: `tune` reads it from the working directory (or --config FILE).",
-             "# Command-line flags override it; it overrides built-in defaults.", ""]
+    lines = [
+        "# slotune project file: `tune` reads it from the working directory (or --config FILE).",
+        "# Command-line flags override it; it overrides built-in defaults.",
+        "",
+    ]
     for key, f in FIELDS.items():
         lines.append(f"# {f.help} [{f.type.__name__}]")
         value = values.get(key, f.default)

@@ -53,8 +53,7 @@ def _cosine(quantizer: Any, linear: torch.nn.Linear, x: torch.Tensor) -> float:
 
 
 @contextlib.contextmanager
-def _wrapped_quantizer(prefix_of: dict[int, str], skip: set[str],
-                       cosines: dict[str, float]) -> Iterator[None]:
+def _wrapped_quantizer(prefix_of: dict[int, str], skip: set[str], cosines: dict[str, float]) -> Iterator[None]:
     """Patch AwqQuantizer while it runs: restored layers are neither clipped nor quantized (they still
     take part in the AWQ scale search, which preserves their outputs), and every quantized layer's
     cosine is measured just before packing."""
@@ -84,15 +83,19 @@ def _wrapped_quantizer(prefix_of: dict[int, str], skip: set[str],
         return apply_quant(self, module, named)
 
     cls._get_input_feat, cls._search_best_clip, cls._apply_quant = (  # type: ignore[method-assign]
-        input_feat, clip_quantized_only, measure_then_quantize)
+        input_feat,
+        clip_quantized_only,
+        measure_then_quantize,
+    )
     try:
         yield
     finally:
         cls._get_input_feat, cls._search_best_clip, cls._apply_quant = originals  # type: ignore[method-assign]
 
 
-def quantize_once(job: dict, calib: list[torch.Tensor], held: list[torch.Tensor],
-                  ignore: list[str]) -> tuple[Any, dict[str, float]]:
+def quantize_once(
+    job: dict, calib: list[torch.Tensor], held: list[torch.Tensor], ignore: list[str]
+) -> tuple[Any, dict[str, float]]:
     """The AutoAWQ model (packed) and each quantized Linear's output cosine on the calibration inputs."""
     from awq import AutoAWQForCausalLM
     from transformers import AutoTokenizer
@@ -104,13 +107,23 @@ def quantize_once(job: dict, calib: list[torch.Tensor], held: list[torch.Tensor]
     tokenizer = AutoTokenizer.from_pretrained(job["model_dir"])
     prefix_of = {id(m): n for n, m in model.model.named_modules()}
     skip = {n for n in ignore if n != "lm_head"}  # AutoAWQ never quantizes lm_head or embeddings
-    config = {"zero_point": True, "q_group_size": recipe["group_size"], "w_bit": recipe["bits"],
-              "version": "GEMM", "modules_to_not_convert": sorted(skip) or None}
+    config = {
+        "zero_point": True,
+        "q_group_size": recipe["group_size"],
+        "w_bit": recipe["bits"],
+        "version": "GEMM",
+        "modules_to_not_convert": sorted(skip) or None,
+    }
     total = sum(len(s) for s in calib)
     cosines: dict[str, float] = {}
     with _wrapped_quantizer(prefix_of, skip, cosines):
-        model.quantize(tokenizer, quant_config=config, calib_data=[s.tolist() for s in calib],
-                       max_calib_samples=len(calib), max_calib_seq_len=min(job["max_seq_len"], total))
+        model.quantize(
+            tokenizer,
+            quant_config=config,
+            calib_data=[s.tolist() for s in calib],
+            max_calib_samples=len(calib),
+            max_calib_seq_len=min(job["max_seq_len"], total),
+        )
     return model, cosines
 
 
@@ -134,8 +147,7 @@ def load_quantized(job: dict, device: str | None) -> Any:
     for key, value in state.items():
         if key.endswith(".qweight"):
             p = key[: -len(".qweight")]
-            w = dequantize_gemm(value, state[f"{p}.qzeros"], state[f"{p}.scales"], qcfg["bits"],
-                                qcfg["group_size"])
+            w = dequantize_gemm(value, state[f"{p}.qzeros"], state[f"{p}.scales"], qcfg["bits"], qcfg["group_size"])
             dense[f"{p}.weight"] = w.T.float()
         elif not key.endswith((".qzeros", ".scales")):
             dense[key] = value.float()
@@ -143,8 +155,10 @@ def load_quantized(job: dict, device: str | None) -> Any:
     loaded = model.load_state_dict(dense, strict=False)
     missing = set(loaded.missing_keys) - ({"lm_head.weight"} if cfg.get("tie_word_embeddings") else set())
     if loaded.unexpected_keys or missing:
-        raise RuntimeError(f"AWQ checkpoint {out} does not match the model: missing {sorted(missing)}, "
-                           f"unexpected {sorted(loaded.unexpected_keys)}")
+        raise RuntimeError(
+            f"AWQ checkpoint {out} does not match the model: missing {sorted(missing)}, "
+            f"unexpected {sorted(loaded.unexpected_keys)}"
+        )
     return model.to(device) if device else model  # type: ignore[arg-type]
 
 

@@ -47,8 +47,7 @@ def file_hash(path: str | Path) -> str:
 
 def cache_key(fingerprint: str, recipe: dict[str, Any], calibration: str, extra: dict[str, Any]) -> str:
     """A short stable key; ``extra`` holds everything else that changes the output (backend, samples…)."""
-    blob = json.dumps({"model": fingerprint, "recipe": recipe, "calibration": calibration, **extra},
-                      sort_keys=True)
+    blob = json.dumps({"model": fingerprint, "recipe": recipe, "calibration": calibration, **extra}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 

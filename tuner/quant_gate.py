@@ -56,22 +56,31 @@ class QualityReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "gate": self.gate, "reasons": list(self.reasons),
-            "ppl_base": self.ppl_base, "ppl_quant": self.ppl_quant, "nll_delta": self.nll_delta,
-            "kl_divergence": self.kl_divergence, "top1_agreement": self.top1_agreement,
-            "min_layer_cosine": self.min_layer_cosine, "layer_cosine": dict(self.layer_cosine),
-            "restored_layers": list(self.restored_layers), "restored_cosine": dict(self.restored_cosine),
-            "held_out_tokens": self.tokens, "thresholds": self.thresholds.to_dict(),
+            "gate": self.gate,
+            "reasons": list(self.reasons),
+            "ppl_base": self.ppl_base,
+            "ppl_quant": self.ppl_quant,
+            "nll_delta": self.nll_delta,
+            "kl_divergence": self.kl_divergence,
+            "top1_agreement": self.top1_agreement,
+            "min_layer_cosine": self.min_layer_cosine,
+            "layer_cosine": dict(self.layer_cosine),
+            "restored_layers": list(self.restored_layers),
+            "restored_cosine": dict(self.restored_cosine),
+            "held_out_tokens": self.tokens,
+            "thresholds": self.thresholds.to_dict(),
         }
 
     def summary(self) -> str:
         """One line: verdict and the numbers."""
         cos = self.min_layer_cosine
-        text = (f"gate {self.gate}: perplexity {self.ppl_base:.4g} -> {self.ppl_quant:.4g} "
-                f"(NLL delta {self.nll_delta:+.4f}), KL {self.kl_divergence:.4f}, "
-                f"top-1 agreement {self.top1_agreement:.3f}, min layer cosine "
-                f"{'n/a' if cos is None else f'{cos:.4f}'}, "
-                f"{len(self.restored_layers)} layer(s) restored to 16-bit")
+        text = (
+            f"gate {self.gate}: perplexity {self.ppl_base:.4g} -> {self.ppl_quant:.4g} "
+            f"(NLL delta {self.nll_delta:+.4f}), KL {self.kl_divergence:.4f}, "
+            f"top-1 agreement {self.top1_agreement:.3f}, min layer cosine "
+            f"{'n/a' if cos is None else f'{cos:.4f}'}, "
+            f"{len(self.restored_layers)} layer(s) restored to 16-bit"
+        )
         return text + ("" if not self.reasons else " — " + "; ".join(self.reasons))
 
 
@@ -89,13 +98,20 @@ def judge(measured: dict[str, Any], thresholds: GateThresholds) -> QualityReport
         reasons.append(f"top-1 agreement {m['top1_agreement']:.3f} < {t.min_top1}")
     low = sorted((c, n) for n, c in cosines.items() if c < t.min_layer_cosine)
     if low:
-        reasons.append(f"{len(low)} layer(s) with output cosine < {t.min_layer_cosine} "
-                       f"(worst {low[0][1]}: {low[0][0]:.4f})")
+        reasons.append(
+            f"{len(low)} layer(s) with output cosine < {t.min_layer_cosine} (worst {low[0][1]}: {low[0][0]:.4f})"
+        )
     return QualityReport(
-        ppl_base=float(m["ppl_base"]), ppl_quant=float(m["ppl_quant"]), nll_delta=float(m["nll_delta"]),
-        kl_divergence=float(m["kl_divergence"]), top1_agreement=float(m["top1_agreement"]),
-        layer_cosine=cosines, restored_layers=tuple(measured["restored_layers"]),
-        gate="fail" if reasons else "pass", thresholds=thresholds, reasons=tuple(reasons),
+        ppl_base=float(m["ppl_base"]),
+        ppl_quant=float(m["ppl_quant"]),
+        nll_delta=float(m["nll_delta"]),
+        kl_divergence=float(m["kl_divergence"]),
+        top1_agreement=float(m["top1_agreement"]),
+        layer_cosine=cosines,
+        restored_layers=tuple(measured["restored_layers"]),
+        gate="fail" if reasons else "pass",
+        thresholds=thresholds,
+        reasons=tuple(reasons),
         restored_cosine={str(k): float(v) for k, v in measured.get("restored_cosine", {}).items()},
         tokens=int(m.get("tokens", 0)),
     )

@@ -26,19 +26,25 @@ _PROGRESS = "slotune-quant: "
 _TAIL_LINES = 40
 
 
-def run_worker(python: str, job: dict[str, Any], log_path: Path,
-               on_progress: Callable[[str], None] | None) -> dict[str, Any]:
+def run_worker(
+    python: str, job: dict[str, Any], log_path: Path, on_progress: Callable[[str], None] | None
+) -> dict[str, Any]:
     """Run the worker on ``job`` under ``python``; its log goes to ``log_path``; returns its result."""
     with tempfile.TemporaryDirectory(prefix="slotune-quant-") as tmp:
         job_file, result_file = Path(tmp) / "job.json", Path(tmp) / "result.json"
         job_file.write_text(json.dumps(job))
-        env = {**os.environ, "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1",
-               "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+        env = {
+            **os.environ,
+            "TQDM_DISABLE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p),
+        }
         cmd = [python, "-m", "tuner.quant_worker", "--job", str(job_file), "--result", str(result_file)]
         tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
         try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                    text=True, errors="replace", cwd=tmp)
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True, errors="replace", cwd=tmp
+            )
         except OSError as exc:
             raise UsageError(f"cannot run the quantization interpreter {python}: {exc.strerror}") from None
         assert proc.stdout is not None
@@ -48,7 +54,7 @@ def run_worker(python: str, job: dict[str, Any], log_path: Path,
                     log.write(line)
                     tail.append(line.rstrip("\n"))
                     if line.startswith(_PROGRESS) and on_progress is not None:
-                        on_progress(line[len(_PROGRESS):].rstrip("\n"))
+                        on_progress(line[len(_PROGRESS) :].rstrip("\n"))
             except BaseException:  # interrupted, or on_progress raised: the worker must not outlive us
                 proc.kill()
                 raise
@@ -56,10 +62,13 @@ def run_worker(python: str, job: dict[str, Any], log_path: Path,
         text = "\n".join(tail)
         if code != 0 or not result_file.is_file():
             if "No module named 'llmcompressor'" in text:
-                raise UsageError(f"{python} has no llm-compressor; run scripts/install-quantize.sh and pass "
-                                 "its interpreter (--quantize-python or SLOTUNE_QUANTIZE_PYTHON)")
-            raise QuantizeError(f"quantization worker exited with code {code} (full log: {log_path}); "
-                                f"last lines:\n{text}")
+                raise UsageError(
+                    f"{python} has no llm-compressor; run scripts/install-quantize.sh and pass "
+                    "its interpreter (--quantize-python or SLOTUNE_QUANTIZE_PYTHON)"
+                )
+            raise QuantizeError(
+                f"quantization worker exited with code {code} (full log: {log_path}); last lines:\n{text}"
+            )
         return json.loads(result_file.read_text())
 
 
@@ -72,9 +81,11 @@ def check_backend(backend: str, python: str) -> None:
     if backend == "autoawq":  # never a silent fallback to the other backend
         probe = subprocess.run([python, "-c", "import awq"], capture_output=True, timeout=300)
         if probe.returncode != 0:
-            raise UsageError(f"the autoawq backend is not installed in {python} (AutoAWQ is deprecated "
-                             "upstream): run 'bash scripts/install-quantize.sh --autoawq' and pass its "
-                             "interpreter, or use --backend llmcompressor (the default)")
+            raise UsageError(
+                f"the autoawq backend is not installed in {python} (AutoAWQ is deprecated "
+                "upstream): run 'bash scripts/install-quantize.sh --autoawq' and pass its "
+                "interpreter, or use --backend llmcompressor (the default)"
+            )
 
 
 def default_python(backend: str = "llmcompressor") -> str | None:
@@ -82,8 +93,9 @@ def default_python(backend: str = "llmcompressor") -> str | None:
 
     For the autoawq backend: ``$SLOTUNE_AUTOAWQ_PYTHON``, else ``.venv-awq/bin/python``.
     """
-    var, venv = ("SLOTUNE_AUTOAWQ_PYTHON", ".venv-awq") if backend == "autoawq" else \
-        ("SLOTUNE_QUANTIZE_PYTHON", ".venv-quant")
+    var, venv = (
+        ("SLOTUNE_AUTOAWQ_PYTHON", ".venv-awq") if backend == "autoawq" else ("SLOTUNE_QUANTIZE_PYTHON", ".venv-quant")
+    )
     env = os.environ.get(var)
     if env:
         return env

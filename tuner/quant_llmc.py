@@ -40,7 +40,8 @@ def _awq_modifier() -> Any:
             super()._set_resolved_mappings(model)
             resolved: list[Any] = self._resolved_mappings  # type: ignore[has-type]
             self._resolved_mappings = [
-                m for m in resolved if any(hasattr(b, "quantization_scheme") for b in m.balance_layers)]
+                m for m in resolved if any(hasattr(b, "quantization_scheme") for b in m.balance_layers)
+            ]
 
     return RestorationAwareAWQ()
 
@@ -49,14 +50,21 @@ def _recipe(recipe: dict, ignore: list[str]) -> list[Any]:
     from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
     from llmcompressor.modifiers.quantization import QuantizationModifier
 
-    weights = QuantizationArgs(num_bits=recipe["bits"], type="int", strategy="group",
-                               group_size=recipe["group_size"], symmetric=recipe["symmetric"], dynamic=False)
+    weights = QuantizationArgs(
+        num_bits=recipe["bits"],
+        type="int",
+        strategy="group",
+        group_size=recipe["group_size"],
+        symmetric=recipe["symmetric"],
+        dynamic=False,
+    )
     scheme = QuantizationScheme(targets=["Linear"], weights=weights)
     return [_awq_modifier(), QuantizationModifier(config_groups={"group_0": scheme}, ignore=list(ignore))]
 
 
-def quantize_once(job: dict, calib: list[torch.Tensor], held: list[torch.Tensor],
-                  ignore: list[str]) -> tuple[Any, dict[str, float]]:
+def quantize_once(
+    job: dict, calib: list[torch.Tensor], held: list[torch.Tensor], ignore: list[str]
+) -> tuple[Any, dict[str, float]]:
     """The calibrated (fake-quantized) model and each quantized Linear's output cosine on ``held``."""
     from datasets import Dataset
     from llmcompressor import oneshot
@@ -64,11 +72,17 @@ def quantize_once(job: dict, calib: list[torch.Tensor], held: list[torch.Tensor]
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(job["model_dir"], dtype="auto")
-    data = Dataset.from_dict({"input_ids": [s.tolist() for s in calib],
-                              "attention_mask": [[1] * len(s) for s in calib]})
-    oneshot(model=model, dataset=data, recipe=_recipe(job["recipe"], ignore),
-            num_calibration_samples=len(calib), max_seq_length=job["max_seq_len"],
-            shuffle_calibration_samples=False)
+    data = Dataset.from_dict(
+        {"input_ids": [s.tolist() for s in calib], "attention_mask": [[1] * len(s) for s in calib]}
+    )
+    oneshot(
+        model=model,
+        dataset=data,
+        recipe=_recipe(job["recipe"], ignore),
+        num_calibration_samples=len(calib),
+        max_seq_length=job["max_seq_len"],
+        shuffle_calibration_samples=False,
+    )
     dispatch_for_generation(model)
     return model, quant_metrics.layer_cosines(model, held)
 

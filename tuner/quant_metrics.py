@@ -45,8 +45,9 @@ def reference_logprobs(model: Any, sequences: Sequence[torch.Tensor]) -> list[to
 
 
 @torch.no_grad()
-def compare_logprobs(model: Any, sequences: Sequence[torch.Tensor],
-                     reference: Sequence[torch.Tensor]) -> dict[str, float]:
+def compare_logprobs(
+    model: Any, sequences: Sequence[torch.Tensor], reference: Sequence[torch.Tensor]
+) -> dict[str, float]:
     """NLL/perplexity of reference and ``model``, KL(reference ‖ model) and top-1 agreement."""
     nll_ref = nll_q = kl = agree = 0.0
     n_pred = n_pos = 0
@@ -62,9 +63,14 @@ def compare_logprobs(model: Any, sequences: Sequence[torch.Tensor],
         n_pos += len(ids)
     nll_base, nll_quant = nll_ref / n_pred, nll_q / n_pred
     return {
-        "nll_base": nll_base, "nll_quant": nll_quant, "nll_delta": nll_quant - nll_base,
-        "ppl_base": math.exp(nll_base), "ppl_quant": math.exp(nll_quant),
-        "kl_divergence": kl / n_pos, "top1_agreement": agree / n_pos, "tokens": n_pos,
+        "nll_base": nll_base,
+        "nll_quant": nll_quant,
+        "nll_delta": nll_quant - nll_base,
+        "ppl_base": math.exp(nll_base),
+        "ppl_quant": math.exp(nll_quant),
+        "kl_divergence": kl / n_pos,
+        "top1_agreement": agree / n_pos,
+        "tokens": n_pos,
     }
 
 
@@ -92,6 +98,7 @@ def layer_cosines(model: Any, sequences: Sequence[torch.Tensor]) -> dict[str, fl
             cos = F.cosine_similarity(output.float().flatten(0, -2), exact.float().flatten(0, -2), dim=-1)
             sums[name] += float(cos.sum())
             counts[name] += int(cos.numel())
+
         return record
 
     handles = [m.register_forward_hook(hook(n)) for n, m in layers.items()]
@@ -114,7 +121,7 @@ def damage_checkpoint(out_dir: Any, kind: str, packed_suffix: str, scale_suffix:
         tensors = load_file(f)
         for name, t in tensors.items():
             if kind == "packed" and name.endswith(packed_suffix):
-                tensors[name] = torch.randint(-2**31, 2**31 - 1, t.shape, generator=gen, dtype=t.dtype)
+                tensors[name] = torch.randint(-(2**31), 2**31 - 1, t.shape, generator=gen, dtype=t.dtype)
             elif kind == "scales" and name.endswith(scale_suffix):
                 tensors[name] = t * 16
         save_file(tensors, f, metadata={"format": "pt"})

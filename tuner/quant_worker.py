@@ -107,23 +107,30 @@ def _pick_restored(low: list[tuple[float, str]], cosines: dict[str, float], budg
     return picked
 
 
-def _quantize_with_restoration(backend: Any, job: dict, calib: list[torch.Tensor],
-                               held: list[torch.Tensor],
-                               ) -> tuple[Any, dict[str, float], dict[str, float], list[str]]:
+def _quantize_with_restoration(
+    backend: Any,
+    job: dict,
+    calib: list[torch.Tensor],
+    held: list[torch.Tensor],
+) -> tuple[Any, dict[str, float], dict[str, float], list[str]]:
     """Quantize; restore layers whose output cosine is under ``restore_below`` and re-quantize."""
     recipe = job["recipe"]
     ignore: list[str] = list(recipe["ignore"])
     restored: dict[str, float] = {}
     total = None
     for round_no in range(1, recipe["max_rounds"] + 1):
-        progress(f"round {round_no}: {backend.NAME} AWQ W{recipe['bits']}A16 group {recipe['group_size']} on "
-                 f"{len(calib)} calibration samples ({len(ignore)} modules left 16-bit)")
+        progress(
+            f"round {round_no}: {backend.NAME} AWQ W{recipe['bits']}A16 group {recipe['group_size']} on "
+            f"{len(calib)} calibration samples ({len(ignore)} modules left 16-bit)"
+        )
         model, cosines = backend.quantize_once(job, calib, held, ignore)
         total = total or len(cosines)
         low = sorted((c, n) for n, c in cosines.items() if c < recipe["restore_below"])
         worst = f"; lowest {min(cosines.values()):.5f}" if cosines else ""
-        progress(f"round {round_no}: {len(cosines)} quantized Linear layers, {len(low)} under "
-                 f"{recipe['restore_below']}{worst}")
+        progress(
+            f"round {round_no}: {len(cosines)} quantized Linear layers, {len(low)} under "
+            f"{recipe['restore_below']}{worst}"
+        )
         budget = math.floor(recipe["max_restore_fraction"] * total) - len(restored)
         if not low or round_no == recipe["max_rounds"] or budget <= 0:
             return model, cosines, restored, ignore
@@ -168,8 +175,10 @@ def run(job: dict) -> dict:
     t0 = time.monotonic()
     tokenizer = AutoTokenizer.from_pretrained(job["model_dir"])
     calib, held, source = _sequences(tokenizer, job)
-    progress(f"{len(calib)} calibration sequences ({source}), {len(held)} held-out sequences "
-             f"({sum(len(s) for s in held)} tokens)")
+    progress(
+        f"{len(calib)} calibration sequences ({source}), {len(held)} held-out sequences "
+        f"({sum(len(s) for s in held)} tokens)"
+    )
     base = _load(job["model_dir"], device, backend.EVAL_DTYPE)
     reference = quant_metrics.reference_logprobs(base, held)
     del base
@@ -184,15 +193,23 @@ def run(job: dict) -> dict:
         progress(f"DAMAGED the saved weights ({job['damage']}) on request (test seam)")
     progress("reloading the saved model and comparing it with the 16-bit model on held-out text")
     metrics = quant_metrics.compare_logprobs(backend.load_quantized(job, device), held, reference)
-    progress(f"ppl {metrics['ppl_base']:.4g} -> {metrics['ppl_quant']:.4g}, "
-             f"KL {metrics['kl_divergence']:.4g}, top-1 agreement {metrics['top1_agreement']:.4f}")
+    progress(
+        f"ppl {metrics['ppl_base']:.4g} -> {metrics['ppl_quant']:.4g}, "
+        f"KL {metrics['kl_divergence']:.4g}, top-1 agreement {metrics['top1_agreement']:.4f}"
+    )
     return {
-        "metrics": metrics, "layer_cosine": cosines, "restored_layers": list(restored),
-        "restored_cosine": restored, "ignore": ignore, "calibration_source": source,
-        "calibration_samples": len(calib), "held_out_sequences": len(held), "backend": backend.NAME,
-        "timings_s": {"reference": t_ref - t0, "quantize": t_quant - t_ref,
-                      "total": time.monotonic() - t0},
-        "device": device or "cpu", "versions": _versions(),
+        "metrics": metrics,
+        "layer_cosine": cosines,
+        "restored_layers": list(restored),
+        "restored_cosine": restored,
+        "ignore": ignore,
+        "calibration_source": source,
+        "calibration_samples": len(calib),
+        "held_out_sequences": len(held),
+        "backend": backend.NAME,
+        "timings_s": {"reference": t_ref - t0, "quantize": t_quant - t_ref, "total": time.monotonic() - t0},
+        "device": device or "cpu",
+        "versions": _versions(),
     }
 
 

@@ -31,8 +31,16 @@ from tuner.quant_gate import GateThresholds, QualityReport, judge
 from tuner.quant_interpreter import BACKENDS, check_backend, default_python, run_worker
 from tuner.quant_text import BUILTIN_VERSION, jsonl_texts
 
-__all__ = ["BACKENDS", "GateThresholds", "QualityGateError", "QualityReport", "QuantizeRecipe",
-           "QuantizeResult", "default_python", "quantize"]
+__all__ = [
+    "BACKENDS",
+    "GateThresholds",
+    "QualityGateError",
+    "QualityReport",
+    "QuantizeRecipe",
+    "QuantizeResult",
+    "default_python",
+    "quantize",
+]
 
 SCHEMES = {"w4a16": 4}  # scheme name -> weight bits (activations stay 16-bit)
 WORKER_VERSION = 1  # bump when the worker's output for the same inputs changes (part of the cache key)
@@ -78,11 +86,15 @@ class QuantizeResult:
     measured: dict[str, Any]  # the worker's raw result (timings, versions, calibration source …)
 
     def to_dict(self) -> dict[str, Any]:
-        keep = ("backend", "calibration_source", "calibration_samples", "timings_s", "device", "versions",
-                "ignore")
-        return {"out_dir": str(self.out_dir), "cached": self.cached, "key": self.key,
-                "restored_layers": list(self.restored_layers), **self.quality.to_dict(),
-                **{k: self.measured[k] for k in keep if k in self.measured}}
+        keep = ("backend", "calibration_source", "calibration_samples", "timings_s", "device", "versions", "ignore")
+        return {
+            "out_dir": str(self.out_dir),
+            "cached": self.cached,
+            "key": self.key,
+            "restored_layers": list(self.restored_layers),
+            **self.quality.to_dict(),
+            **{k: self.measured[k] for k in keep if k in self.measured},
+        }
 
 
 class QualityGateError(QuantizeError):
@@ -104,8 +116,9 @@ def _calibration(calib: str | None, samples: int, seed: int) -> tuple[list[str] 
     except OSError as exc:
         raise UsageError(f"cannot read calibration file {calib}: {exc.strerror}") from None
     except ValueError as exc:
-        raise UsageError(f"calibration file {calib}: {exc} (one JSON object per line with 'text' "
-                         "or 'messages')") from None
+        raise UsageError(
+            f"calibration file {calib}: {exc} (one JSON object per line with 'text' or 'messages')"
+        ) from None
     if len(texts) < 2:
         raise UsageError(f"calibration file {calib} has {len(texts)} usable row(s); it needs at least 2")
     import random
@@ -116,18 +129,31 @@ def _calibration(calib: str | None, samples: int, seed: int) -> tuple[list[str] 
 
 
 def _prepare_out(out_dir: Path) -> None:
-    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir())
-                                                      and quant_cache.read_manifest(out_dir) is None)):
-        raise UsageError(f"output {out_dir} exists and is not a slotune quantization; choose a new or empty "
-                         "directory (slotune only replaces outputs it wrote itself)")
+    if out_dir.exists() and (
+        not out_dir.is_dir() or (any(out_dir.iterdir()) and quant_cache.read_manifest(out_dir) is None)
+    ):
+        raise UsageError(
+            f"output {out_dir} exists and is not a slotune quantization; choose a new or empty "
+            "directory (slotune only replaces outputs it wrote itself)"
+        )
     out_dir.parent.mkdir(parents=True, exist_ok=True)
 
 
-def quantize(model_dir: str | Path, out_dir: str | Path, *, python: str,
-             recipe: QuantizeRecipe = QuantizeRecipe(), calib: str | None = None, samples: int = 128,
-             backend: str = "llmcompressor", cache_dir: Path | None = None, gate: bool = True,
-             on_progress: Callable[[str], None] | None = None,
-             thresholds: GateThresholds | None = None, damage: str | None = None) -> QuantizeResult:
+def quantize(
+    model_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    python: str,
+    recipe: QuantizeRecipe = QuantizeRecipe(),
+    calib: str | None = None,
+    samples: int = 128,
+    backend: str = "llmcompressor",
+    cache_dir: Path | None = None,
+    gate: bool = True,
+    on_progress: Callable[[str], None] | None = None,
+    thresholds: GateThresholds | None = None,
+    damage: str | None = None,
+) -> QuantizeResult:
     """Quantize ``model_dir`` into ``out_dir`` (or reuse a finished identical run) and judge it.
 
     Raises UsageError for bad input, QuantizeError when the worker fails (with its log tail) or when
@@ -148,19 +174,31 @@ def quantize(model_dir: str | Path, out_dir: str | Path, *, python: str,
         raise UsageError("the autoawq backend writes the zero-point (asymmetric) format only")
     _prepare_out(out_dir)
     calib_texts, held_texts, calib_hash = _calibration(calib, samples, recipe.seed)
-    key = quant_cache.cache_key(quant_cache.model_fingerprint(model_dir), recipe.to_job(), calib_hash,
-                                {"samples": samples, "backend": backend, "worker": WORKER_VERSION,
-                                 "damage": damage})
+    key = quant_cache.cache_key(
+        quant_cache.model_fingerprint(model_dir),
+        recipe.to_job(),
+        calib_hash,
+        {"samples": samples, "backend": backend, "worker": WORKER_VERSION, "damage": damage},
+    )
     found = quant_cache.lookup(out_dir, None if damage else cache_dir, key)
     cached = found is not None
     if found is None:
         staging = out_dir.with_name(f".{out_dir.name}.partial-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        job = {"model_dir": str(model_dir.resolve()), "out_dir": str(staging.resolve()),
-               "recipe": recipe.to_job(), "calib_texts": calib_texts, "held_out_texts": held_texts,
-               "samples": samples, "max_seq_len": recipe.max_seq_len, "held_out": recipe.held_out,
-               "seed": recipe.seed, "damage": damage, "backend": backend}
+        job = {
+            "model_dir": str(model_dir.resolve()),
+            "out_dir": str(staging.resolve()),
+            "recipe": recipe.to_job(),
+            "calib_texts": calib_texts,
+            "held_out_texts": held_texts,
+            "samples": samples,
+            "max_seq_len": recipe.max_seq_len,
+            "held_out": recipe.held_out,
+            "seed": recipe.seed,
+            "damage": damage,
+            "backend": backend,
+        }
         try:
             measured = run_worker(python, job, staging / _LOG, on_progress)
         except BaseException:
@@ -169,19 +207,33 @@ def quantize(model_dir: str | Path, out_dir: str | Path, *, python: str,
                 shutil.copy2(log, out_dir.with_name(f"{out_dir.name}.failed.log"))
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        found = {"key": key, "model_dir": str(model_dir.resolve()), "recipe": recipe.to_job(),
-                 "samples": samples, "backend": backend, "calibration": calib or BUILTIN_VERSION,
-                 "measured": measured}
+        found = {
+            "key": key,
+            "model_dir": str(model_dir.resolve()),
+            "recipe": recipe.to_job(),
+            "samples": samples,
+            "backend": backend,
+            "calibration": calib or BUILTIN_VERSION,
+            "measured": measured,
+        }
         (staging / quant_cache.MANIFEST).write_text(json.dumps(found, indent=1))
         quant_cache.replace_dir(out_dir, staging)
         if cache_dir is not None and damage is None:
             quant_cache.store(out_dir, cache_dir, key)
     measured = found["measured"]
     report = judge(measured, thresholds or GateThresholds())
-    result = QuantizeResult(out_dir=out_dir, quality=report, cached=cached, key=key,
-                            restored_layers=report.restored_layers, measured=measured)
+    result = QuantizeResult(
+        out_dir=out_dir,
+        quality=report,
+        cached=cached,
+        key=key,
+        restored_layers=report.restored_layers,
+        measured=measured,
+    )
     if gate and report.gate == "fail":
-        raise QualityGateError(f"quantized model {out_dir} failed the quality gate: {report.summary()}. "
-                               "Inspect it, loosen the thresholds, or accept it with --no-gate (gate=False)",
-                               result)
+        raise QualityGateError(
+            f"quantized model {out_dir} failed the quality gate: {report.summary()}. "
+            "Inspect it, loosen the thresholds, or accept it with --no-gate (gate=False)",
+            result,
+        )
     return result

@@ -10,10 +10,12 @@ from tuner.outputs import Summary, atomic_write
 from tuner.svg import bar_chart, pareto_front, xy_chart
 from tuner.trial_result import TrialResult
 
-CSS = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}"
-       "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px}"
-       ".ok{color:#080}.bad{color:#b00}.note{background:#fff6d5;padding:.5em 1em;border-left:4px solid #e0b000}"
-       ".charts{display:flex;flex-wrap:wrap;gap:16px}")
+CSS = (
+    "body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}"
+    "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:3px 6px}"
+    ".ok{color:#080}.bad{color:#b00}.note{background:#fff6d5;padding:.5em 1em;border-left:4px solid #e0b000}"
+    ".charts{display:flex;flex-wrap:wrap;gap:16px}"
+)
 
 
 def _fmt(v: Any) -> str:
@@ -27,18 +29,27 @@ def _fmt(v: Any) -> str:
 def _headline(summary: Summary, meta: dict[str, Any]) -> str:
     slo = escape(str(meta.get("slo", "")))
     if summary.best is None:
-        return (f'<p class="bad"><b>No configuration met {slo} at any tested load.</b> '
-                "The closest configurations are listed below; no launch.sh was written.</p>")
+        return (
+            f'<p class="bad"><b>No configuration met {slo} at any tested load.</b> '
+            "The closest configurations are listed below; no launch.sh was written.</p>"
+        )
     b = summary.best
     if b.is_baseline:
-        return (f'<p class="ok"><b>vLLM\'s defaults were the best configuration found</b>: '
-                f"{escape(summary.best_goodput_text())} goodput while keeping {slo} (highest passing Poisson "
-                f"rate {_fmt(b.best_rate)} req/s); no tried configuration beat them.</p>")
-    gain = ("" if summary.gain_over_baseline is None
-            else f" — <b>{summary.gain_over_baseline * 100:+.0f}%</b> goodput over vLLM's defaults")
-    return (f'<p class="ok"><b>Trial {b.number} wins</b>: {escape(summary.best_goodput_text())} goodput while '
-            f"keeping {slo} (highest passing Poisson rate {_fmt(b.best_rate)} req/s){gain}. "
-            f"{escape(summary.baseline_note)}.</p>")
+        return (
+            f'<p class="ok"><b>vLLM\'s defaults were the best configuration found</b>: '
+            f"{escape(summary.best_goodput_text())} goodput while keeping {slo} (highest passing Poisson "
+            f"rate {_fmt(b.best_rate)} req/s); no tried configuration beat them.</p>"
+        )
+    gain = (
+        ""
+        if summary.gain_over_baseline is None
+        else f" — <b>{summary.gain_over_baseline * 100:+.0f}%</b> goodput over vLLM's defaults"
+    )
+    return (
+        f'<p class="ok"><b>Trial {b.number} wins</b>: {escape(summary.best_goodput_text())} goodput while '
+        f"keeping {slo} (highest passing Poisson rate {_fmt(b.best_rate)} req/s){gain}. "
+        f"{escape(summary.baseline_note)}.</p>"
+    )
 
 
 def _trials_table(results: list[TrialResult]) -> str:
@@ -58,54 +69,98 @@ def _charts(results: list[TrialResult], summary: Summary, importances: dict[str,
     done = [r for r in results if r.state == "COMPLETE" and r.metric("ttft_ms.p95") is not None]
     pts = [(r.metric("ttft_ms.p95") or 0.0, r.goodput_req_s) for r in done]
     front = pareto_front([p for p, r in zip(pts, done, strict=True) if r.slo_met])
-    charts = [xy_chart([("trials", pts, "dot"), ("Pareto front (SLO met)", front, "line")],
-                       title="Goodput vs p95 TTFT", xlabel="p95 TTFT at best load (ms)",
-                       ylabel="goodput (req/s)", labels=[(x, y, f"#{r.number}") for (x, y), r in
-                                                          zip(pts, done, strict=True)])]
+    charts = [
+        xy_chart(
+            [("trials", pts, "dot"), ("Pareto front (SLO met)", front, "line")],
+            title="Goodput vs p95 TTFT",
+            xlabel="p95 TTFT at best load (ms)",
+            ylabel="goodput (req/s)",
+            labels=[(x, y, f"#{r.number}") for (x, y), r in zip(pts, done, strict=True)],
+        )
+    ]
     top = sorted((r for r in done if r.slo_met), key=lambda r: -r.goodput_req_s)[:3]
     for metric, name in (("ttft_p95_ms", "p95 TTFT (ms)"), ("tpot_p95_ms", "p95 TPOT (ms)")):
-        series = [(f"trial {r.number}", [(lv["rate"], lv[metric]) for lv in r.levels
-                                         if lv.get("rate") is not None and lv.get(metric) is not None], "line")
-                  for r in top]
-        charts.append(xy_chart(series, title=f"{name} vs request rate (top configs)",
-                               xlabel="Poisson rate (req/s)", ylabel=name))
+        series = [
+            (
+                f"trial {r.number}",
+                [
+                    (lv["rate"], lv[metric])
+                    for lv in r.levels
+                    if lv.get("rate") is not None and lv.get(metric) is not None
+                ],
+                "line",
+            )
+            for r in top
+        ]
+        charts.append(
+            xy_chart(series, title=f"{name} vs request rate (top configs)", xlabel="Poisson rate (req/s)", ylabel=name)
+        )
     if importances:
         names = list(importances)
-        charts.append(bar_chart(names, [("importance", [importances[n] for n in names])],
-                                title="Parameter importance (PED-ANOVA; rough with few trials)"))
+        charts.append(
+            bar_chart(
+                names,
+                [("importance", [importances[n] for n in names])],
+                title="Parameter importance (PED-ANOVA; rough with few trials)",
+            )
+        )
     else:
-        charts.append("<p><em>Parameter importance: not estimated yet (needs at least 4 completed trials "
-                      "with varied parameters).</em></p>")
+        charts.append(
+            "<p><em>Parameter importance: not estimated yet (needs at least 4 completed trials "
+            "with varied parameters).</em></p>"
+        )
     b, base = summary.best, summary.baseline
     if b is not None and base is not None:
         groups = ["goodput (req/s)", "p95 TTFT (ms)", "p95 TPOT (ms)"]
-        charts.append(bar_chart(groups, [
-            (f"baseline #{base.number}", [base.goodput_req_s, base.metric("ttft_ms.p95"), base.metric("tpot_ms.p95")]),
-            (f"best #{b.number}", [b.goodput_req_s, b.metric("ttft_ms.p95"), b.metric("tpot_ms.p95")])],
-            title="vLLM defaults vs best"))
+        charts.append(
+            bar_chart(
+                groups,
+                [
+                    (
+                        f"baseline #{base.number}",
+                        [base.goodput_req_s, base.metric("ttft_ms.p95"), base.metric("tpot_ms.p95")],
+                    ),
+                    (f"best #{b.number}", [b.goodput_req_s, b.metric("ttft_ms.p95"), b.metric("tpot_ms.p95")]),
+                ],
+                title="vLLM defaults vs best",
+            )
+        )
     return '<div class="charts">' + "".join(f"<div>{c}</div>" for c in charts) + "</div>"
 
 
-def render(results: list[TrialResult], summary: Summary, meta: dict[str, Any],
-           importances: dict[str, float] | None = None) -> str:
+def render(
+    results: list[TrialResult], summary: Summary, meta: dict[str, Any], importances: dict[str, float] | None = None
+) -> str:
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in meta.get("notes", []))
-    settings = "".join(f"<tr><th>{escape(str(k))}</th><td>{_fmt(v)}</td></tr>"
-                       for k, v in (meta.get("settings") or {}).items())
-    versions = "".join(f"<tr><th>{escape(str(k))}</th><td>{_fmt(v)}</td></tr>"
-                       for k, v in (meta.get("versions") or {}).items())
+    settings = "".join(
+        f"<tr><th>{escape(str(k))}</th><td>{_fmt(v)}</td></tr>" for k, v in (meta.get("settings") or {}).items()
+    )
+    versions = "".join(
+        f"<tr><th>{escape(str(k))}</th><td>{_fmt(v)}</td></tr>" for k, v in (meta.get("versions") or {}).items()
+    )
     best_cfg = ""
     if summary.best is not None:
-        best_cfg = "".join(f"<tr><th>{escape(k)}</th><td>{_fmt(v)}</td></tr>"
-                           for k, v in summary.best.config.to_dict().items() if v not in (None, [], {}))
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>slotune report</title>"
-            f"<style>{CSS}</style></head><body><h1>slotune report</h1>{_headline(summary, meta)}{notes}"
-            f"<h2>Winning configuration</h2><table>{best_cfg or '<tr><td>none</td></tr>'}</table>"
-            f"<h2>Charts</h2>{_charts(results, summary, importances or {})}"
-            f"<h2>All trials</h2>{_trials_table(results)}"
-            f"<h2>Settings</h2><table>{settings}</table><h2>Versions</h2><table>{versions}</table>"
-            "</body></html>")
+        best_cfg = "".join(
+            f"<tr><th>{escape(k)}</th><td>{_fmt(v)}</td></tr>"
+            for k, v in summary.best.config.to_dict().items()
+            if v not in (None, [], {})
+        )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>slotune report</title>"
+        f"<style>{CSS}</style></head><body><h1>slotune report</h1>{_headline(summary, meta)}{notes}"
+        f"<h2>Winning configuration</h2><table>{best_cfg or '<tr><td>none</td></tr>'}</table>"
+        f"<h2>Charts</h2>{_charts(results, summary, importances or {})}"
+        f"<h2>All trials</h2>{_trials_table(results)}"
+        f"<h2>Settings</h2><table>{settings}</table><h2>Versions</h2><table>{versions}</table>"
+        "</body></html>"
+    )
 
 
-def write_report(path: Path, results: list[TrialResult], summary: Summary, meta: dict[str, Any],
-                 importances: dict[str, float] | None = None) -> None:
+def write_report(
+    path: Path,
+    results: list[TrialResult],
+    summary: Summary,
+    meta: dict[str, Any],
+    importances: dict[str, float] | None = None,
+) -> None:
     atomic_write(path, render(results, summary, meta, importances))

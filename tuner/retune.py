@@ -42,8 +42,14 @@ def _settings(doc: dict[str, Any], study: Path, overrides: dict[str, Any]) -> Tu
     return TuneSettings(**values)
 
 
-def retune(study: Path, *, trials: int | None = None, tolerance: float = 0.1, vllm_python: str | None = None,
-           progress: Any = print) -> dict[str, Any]:
+def retune(
+    study: Path,
+    *,
+    trials: int | None = None,
+    tolerance: float = 0.1,
+    vllm_python: str | None = None,
+    progress: Any = print,
+) -> dict[str, Any]:
     """Run the nightly check; returns the JSON document (``regression`` decides the exit code)."""
     from launch.fingerprint import model_fingerprint
     from tuner.inputs import load_inputs
@@ -61,11 +67,18 @@ def retune(study: Path, *, trials: int | None = None, tolerance: float = 0.1, vl
     model_changed = fingerprint != doc["model"]["fingerprint"]
     changes = changed_versions(doc.get("versions", {}), versions)
     result: dict[str, Any] = {
-        "study": str(study), "model_changed": model_changed, "versions_changed": bool(changes),
-        "changes": {k: {"old": o, "new": n} for k, (o, n) in changes.items()}, "tolerance": tolerance,
-        "old": {"goodput_req_s": old_best["goodput_req_s"], "rate": old_best["best_rate_req_s"],
-                "config": old_best["config"], "fingerprint": doc["model"]["fingerprint"],
-                "versions": doc.get("versions")},
+        "study": str(study),
+        "model_changed": model_changed,
+        "versions_changed": bool(changes),
+        "changes": {k: {"old": o, "new": n} for k, (o, n) in changes.items()},
+        "tolerance": tolerance,
+        "old": {
+            "goodput_req_s": old_best["goodput_req_s"],
+            "rate": old_best["best_rate_req_s"],
+            "config": old_best["config"],
+            "fingerprint": doc["model"]["fingerprint"],
+            "versions": doc.get("versions"),
+        },
     }
     floor = old_best["goodput_req_s"] * (1 - tolerance)
     if not model_changed and not changes:
@@ -84,8 +97,15 @@ def retune(study: Path, *, trials: int | None = None, tolerance: float = 0.1, vl
     return result
 
 
-def _retune_changed(study: Path, doc: dict[str, Any], settings: TuneSettings, trials: int | None, floor: float,
-                    tolerance: float, progress: Any) -> dict[str, Any]:
+def _retune_changed(
+    study: Path,
+    doc: dict[str, Any],
+    settings: TuneSettings,
+    trials: int | None,
+    floor: float,
+    tolerance: float,
+    progress: Any,
+) -> dict[str, Any]:
     from tuner.inputs import load_inputs
     from tuner.pipeline import base_config, space_context, trial_context, tune
     from tuner.quantize_step import maybe_quantize
@@ -102,8 +122,12 @@ def _retune_changed(study: Path, doc: dict[str, Any], settings: TuneSettings, tr
     outcome = tune(inputs, quantized=quantized, warm_start=warm)
     best = outcome.summary.best
     if best is None or best.best_rate is None:
-        return {"action": "retuned", "new": {"study": str(new_dir), "slo_met": False}, "regression": True,
-                "launch_sh_updated": False}
+        return {
+            "action": "retuned",
+            "new": {"study": str(new_dir), "slo_met": False},
+            "regression": True,
+            "launch_sh_updated": False,
+        }
     ctx = trial_context(inputs, new_dir / "logs")
     check = verify_at_rate(best.config, ctx, verification_rate(best.best_rate, tolerance), progress)
     updated = False
@@ -116,10 +140,19 @@ def _retune_changed(study: Path, doc: dict[str, Any], settings: TuneSettings, tr
             if (new_dir / name).exists():
                 shutil.copy2(new_dir / name, study / name)
         updated = True
-    return {"action": "retuned", "launch_sh_updated": updated,
-            "new": {"study": str(new_dir), "trial": best.number, "goodput_req_s": best.goodput_req_s,
-                    "rate": best.best_rate, "config": best.config.to_dict(), "verification": check.to_dict()},
-            "regression": not check.slo_met or best.goodput_req_s < floor}
+    return {
+        "action": "retuned",
+        "launch_sh_updated": updated,
+        "new": {
+            "study": str(new_dir),
+            "trial": best.number,
+            "goodput_req_s": best.goodput_req_s,
+            "rate": best.best_rate,
+            "config": best.config.to_dict(),
+            "verification": check.to_dict(),
+        },
+        "regression": not check.slo_met or best.goodput_req_s < floor,
+    }
 
 
 def check_tolerance(tolerance: float) -> None:

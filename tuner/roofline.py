@@ -15,8 +15,9 @@ from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
 
 
-def decode_tpot_floor_ms(spec: ModelSpec, gpu: GPUProfile, *, batch: int = 1, context_tokens: int = 0,
-                         kv_dtype: str = "auto", tp: int = 1) -> float:
+def decode_tpot_floor_ms(
+    spec: ModelSpec, gpu: GPUProfile, *, batch: int = 1, context_tokens: int = 0, kv_dtype: str = "auto", tp: int = 1
+) -> float:
     """Lower bound on time per output token (ms) for ``batch`` sequences of ``context_tokens`` each."""
     weights = spec.decode_weight_bytes(batch) / tp
     kv = batch * context_tokens * spec.kv_bytes_per_token(kv_dtype, tp)
@@ -41,8 +42,9 @@ def prefill_flops(spec: ModelSpec, prompt_tokens: int, *, batch: int = 1) -> flo
     return batch * (2 * params * prompt_tokens + attn)
 
 
-def prefill_floor_ms(spec: ModelSpec, gpu: GPUProfile, prompt_tokens: int, *, batch: int = 1,
-                     tp: int = 1, fp8: bool = False) -> float:
+def prefill_floor_ms(
+    spec: ModelSpec, gpu: GPUProfile, prompt_tokens: int, *, batch: int = 1, tp: int = 1, fp8: bool = False
+) -> float:
     """Lower bound on prefill time (ms): FLOPs at the dense peak, and never less than one weight read."""
     peak = gpu.fp8_tflops if fp8 and gpu.fp8_tflops else gpu.bf16_tflops
     compute = prefill_flops(spec, prompt_tokens, batch=batch) / (peak * 1e12 * tp)

@@ -29,10 +29,14 @@ FIELDS: dict[str, Field] = {
     "draft_model": Field(str, "draft model directory for speculative decoding (same tokenizer)"),
     "quantize": Field(str, "quantize first: 'awq' (4-bit AWQ with a quality gate) or 'none'", "none"),
     "quantize_python": Field(str, "interpreter with llm-compressor (default: .venv-quant/bin/python)"),
-    "gpu": Field(str, "GPU profile: a10, a30, l4, l40s, a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, "
-                      "rtx4090, cpu, auto, or a YAML file"),
-    "emulate_on": Field(str, "GPU profile of the device really used when --gpu names a smaller one "
-                             "(memory is emulated, speed is not)"),
+    "gpu": Field(
+        str,
+        "GPU profile: a10, a30, l4, l40s, a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, "
+        "rtx4090, cpu, auto, or a YAML file",
+    ),
+    "emulate_on": Field(
+        str, "GPU profile of the device really used when --gpu names a smaller one (memory is emulated, speed is not)"
+    ),
     "slo": Field(str, "SLOs, e.g. ttft_p95=2s,tpot_p99=80ms (metrics ttft/tpot/itl/e2e, p50..p99.9, s|ms)"),
     "workload": Field(str, "built-in workload (chat, code, summarize, longdoc) or a YAML/JSONL file", "chat"),
     "trials": Field(int, "total trials in the study (a resumed study runs only the missing ones)", 20),
@@ -46,14 +50,24 @@ FIELDS: dict[str, Field] = {
     "level_seconds": Field(float, "seconds of load per measured rate level (default by profile: cpu 8, GPU 20)"),
     "output_tokens": Field(int, "fix every request's output length (max_tokens + ignore_eos)"),
     "startup_timeout": Field(float, "seconds to wait for a vLLM server to become healthy", 900.0),
-    "time_budget": Field(float, "seconds for this run: no new trial starts when a typical (median) trial would "
-                                "overrun it, and a started trial whose measurement would is given up (the study "
-                                "stays resumable)"),
-    "confirm": Field(int, "after the search, measure the best config and its rival (vLLM's defaults, else the "
-                          "runner-up) N more times each with fresh servers; report the gain on the means", 0),
-    "overlap_startup": Field(bool, "start the next trial's server while the current one is measured (only one "
-                                   "is measured at a time; needs memory for two servers, e.g. an emulated GPU)",
-                             False),
+    "time_budget": Field(
+        float,
+        "seconds for this run: no new trial starts when a typical (median) trial would "
+        "overrun it, and a started trial whose measurement would is given up (the study "
+        "stays resumable)",
+    ),
+    "confirm": Field(
+        int,
+        "after the search, measure the best config and its rival (vLLM's defaults, else the "
+        "runner-up) N more times each with fresh servers; report the gain on the means",
+        0,
+    ),
+    "overlap_startup": Field(
+        bool,
+        "start the next trial's server while the current one is measured (only one "
+        "is measured at a time; needs memory for two servers, e.g. an emulated GPU)",
+        False,
+    ),
 }
 
 

@@ -56,8 +56,9 @@ def suggest_config(trial: optuna.trial.BaseTrial, ctx: SpaceContext) -> ServeCon
     if not ctx.is_cpu and ctx.accepts("--gpu-memory-utilization"):
         # Optuna's stepped floats carry binary noise (0.8300000000000001), which reached the launch
         # flags, trials.csv and launch.sh
-        knobs["gpu_memory_utilization"] = round(trial.suggest_float(
-            "gpu_memory_utilization", GMU_RANGE[0], GMU_RANGE[1], step=0.01), 2)
+        knobs["gpu_memory_utilization"] = round(
+            trial.suggest_float("gpu_memory_utilization", GMU_RANGE[0], GMU_RANGE[1], step=0.01), 2
+        )
     knobs["max_model_len"] = trial.suggest_categorical("max_model_len", model_len_choices(ctx))
     knobs["max_num_seqs"] = trial.suggest_categorical("max_num_seqs", MAX_NUM_SEQS)
     chunked = True
@@ -86,8 +87,16 @@ def suggest_config(trial: optuna.trial.BaseTrial, ctx: SpaceContext) -> ServeCon
 def params_of(config: ServeConfig, ctx: SpaceContext) -> dict[str, Any]:
     """The Optuna params that reproduce ``config`` (used to enqueue earlier bests when re-tuning)."""
     params: dict[str, Any] = {}
-    for name in ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
-                 "enable_chunked_prefill", "enable_prefix_caching", "kv_cache_dtype", "num_speculative_tokens"):
+    for name in (
+        "gpu_memory_utilization",
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "enable_chunked_prefill",
+        "enable_prefix_caching",
+        "kv_cache_dtype",
+        "num_speculative_tokens",
+    ):
         value = getattr(config, name)
         if value is not None:
             params[name] = value

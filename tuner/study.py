@@ -31,26 +31,34 @@ def storage_for(url: str) -> optuna.storages.BaseStorage:
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # heartbeat, group
     # we run trials through ask/tell with our own heartbeat (run_study), which Optuna warns about
     warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
-    return optuna.storages.RDBStorage(url, heartbeat_interval=30, grace_period=120,
-                                      engine_kwargs={"pool_pre_ping": True} if not url.startswith("sqlite") else {})
+    return optuna.storages.RDBStorage(
+        url,
+        heartbeat_interval=30,
+        grace_period=120,
+        engine_kwargs={"pool_pre_ping": True} if not url.startswith("sqlite") else {},
+    )
 
 
-def open_study(storage_url: str, *, resume: bool, seed: int, name: str = STUDY_NAME,
-               startup_trials: int = 4) -> optuna.Study:
+def open_study(
+    storage_url: str, *, resume: bool, seed: int, name: str = STUDY_NAME, startup_trials: int = 4
+) -> optuna.Study:
     """Create the study, or load it with ``resume``. An existing study without ``resume`` is an error."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = storage_for(storage_url)
     stored = {s.study_name: s.n_trials for s in optuna.get_all_study_summaries(storage)}
     exists = name in stored
     if exists and not resume:
-        raise UsageError(f"a study already exists in {storage_url}; pass --resume to continue it "
-                         "or choose another --out/--storage")
+        raise UsageError(
+            f"a study already exists in {storage_url}; pass --resume to continue it or choose another --out/--storage"
+        )
     # a resumed study's sampler must not replay the random draws of the call that began it: with the
     # same seed, the first trial after a resume repeated the first trial of the study (seen on the H200)
-    sampler = optuna.samplers.TPESampler(seed=seed + stored.get(name, 0), multivariate=True, group=True,
-                                         n_startup_trials=startup_trials)
-    study = optuna.create_study(study_name=name, storage=storage, direction="maximize", sampler=sampler,
-                                load_if_exists=True)
+    sampler = optuna.samplers.TPESampler(
+        seed=seed + stored.get(name, 0), multivariate=True, group=True, n_startup_trials=startup_trials
+    )
+    study = optuna.create_study(
+        study_name=name, storage=storage, direction="maximize", sampler=sampler, load_if_exists=True
+    )
     if exists:  # trials of a tuner that was killed: FAIL, so they are not waited for forever
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -77,8 +85,9 @@ def enqueue_first(study: optuna.Study, params_list: Iterable[dict[str, Any]], *,
     budget; or its tuner was killed) gets it again: without it no gain can be stated."""
     trials = study.get_trials(deepcopy=False)
     pending = (optuna.trial.TrialState.WAITING, optuna.trial.TrialState.RUNNING)
-    if baseline and not any(t.user_attrs.get("is_baseline") and (t.state in pending or "result" in t.user_attrs)
-                            for t in trials):
+    if baseline and not any(
+        t.user_attrs.get("is_baseline") and (t.state in pending or "result" in t.user_attrs) for t in trials
+    ):
         study.enqueue_trial({}, user_attrs={"is_baseline": True})
     if trials:  # warm starts only into a new study
         return
@@ -186,8 +195,9 @@ def run_study(
             # would make a mean stop a call minutes early
             typical = statistics.median(durations)
             if budget is not None and not stop.is_set() and typical > budget.left():
-                log.warning("time budget of %.0f s nearly spent: no new trial starts (resume to continue)",
-                            budget.seconds)
+                log.warning(
+                    "time budget of %.0f s nearly spent: no new trial starts (resume to continue)", budget.seconds
+                )
                 stop.set()
 
     def store_interrupted(trial: optuna.Trial, why: str | None = None) -> None:
@@ -232,8 +242,10 @@ def run_study(
                     errors.append(exc)
                     stop.set()
 
-            threads = [threading.Thread(target=guarded, args=(d,), daemon=True, name=f"trial-worker-{i}")
-                       for i, d in enumerate(workers)]
+            threads = [
+                threading.Thread(target=guarded, args=(d,), daemon=True, name=f"trial-worker-{i}")
+                for i, d in enumerate(workers)
+            ]
             for t in threads:
                 t.start()
             for t in threads:
@@ -248,4 +260,3 @@ def run_study(
                 store_interrupted(trial)
         raise
     return ran
-

@@ -19,8 +19,15 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [lo + i * step for i in range(n + 1)]
 
 
-def xy_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]], str]], *, title: str, xlabel: str,
-             ylabel: str, lines: bool = False, labels: Sequence[tuple[float, float, str]] = ()) -> str:
+def xy_chart(
+    series: Sequence[tuple[str, Sequence[tuple[float, float]], str]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    lines: bool = False,
+    labels: Sequence[tuple[float, float, str]] = (),
+) -> str:
     """Series: (name, points, style) with style "dot" or "line". Returns an <svg> element."""
     pts = [p for _, ps, _ in series for p in ps]
     if not pts:
@@ -29,12 +36,14 @@ def xy_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]], str]], *
     x0, x1 = min(0.0, min(xs)), max(xs) * 1.05 or 1.0
     y0, y1 = min(0.0, min(ys)), max(ys) * 1.1 or 1.0
     sx, sy = _scale(x0, x1, PAD, W - 16), _scale(y0, y1, H - PAD, 24)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-size="11" font-family="sans-serif">',
-           f'<text x="{W / 2}" y="15" text-anchor="middle" font-weight="bold">{escape(title)}</text>',
-           f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - 16}" y2="{H - PAD}" stroke="#333"/>',
-           f'<line x1="{PAD}" y1="{H - PAD}" x2="{PAD}" y2="24" stroke="#333"/>',
-           f'<text x="{W / 2}" y="{H - 12}" text-anchor="middle">{escape(xlabel)}</text>',
-           f'<text x="14" y="{H / 2}" text-anchor="middle" transform="rotate(-90 14 {H / 2})">{escape(ylabel)}</text>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-size="11" font-family="sans-serif">',
+        f'<text x="{W / 2}" y="15" text-anchor="middle" font-weight="bold">{escape(title)}</text>',
+        f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - 16}" y2="{H - PAD}" stroke="#333"/>',
+        f'<line x1="{PAD}" y1="{H - PAD}" x2="{PAD}" y2="24" stroke="#333"/>',
+        f'<text x="{W / 2}" y="{H - 12}" text-anchor="middle">{escape(xlabel)}</text>',
+        f'<text x="14" y="{H / 2}" text-anchor="middle" transform="rotate(-90 14 {H / 2})">{escape(ylabel)}</text>',
+    ]
     for t in _ticks(x0, x1):
         out.append(f'<text x="{sx(t):.1f}" y="{H - PAD + 14}" text-anchor="middle">{t:.3g}</text>')
     for t in _ticks(y0, y1):
@@ -57,9 +66,11 @@ def bar_chart(groups: Sequence[str], series: Sequence[tuple[str, Sequence[float 
     """Horizontal grouped bars; each group is scaled to its own maximum (values printed)."""
     rows = len(groups) * (len(series) + 1)
     height = 40 + rows * 16
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-size="11" '
-           f'font-family="sans-serif"><text x="{W / 2}" y="15" text-anchor="middle" font-weight="bold">'
-           f"{escape(title)}</text>"]
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-size="11" '
+        f'font-family="sans-serif"><text x="{W / 2}" y="15" text-anchor="middle" font-weight="bold">'
+        f"{escape(title)}</text>"
+    ]
     y = 32
     for gi, group in enumerate(groups):
         vals = [s[1][gi] for s in series]
@@ -69,9 +80,11 @@ def bar_chart(groups: Sequence[str], series: Sequence[tuple[str, Sequence[float 
         for si, (name, _) in enumerate(series):
             v = vals[si]
             width = 0 if v is None else (W - 260) * v / top
-            out.append(f'<text x="12" y="{y + 11}">{escape(name)}</text>'
-                       f'<rect x="120" y="{y + 2}" width="{width:.1f}" height="11" fill="{COLORS[si % 6]}"/>'
-                       f'<text x="{126 + width:.1f}" y="{y + 11}">{"n/a" if v is None else f"{v:.4g}"}</text>')
+            out.append(
+                f'<text x="12" y="{y + 11}">{escape(name)}</text>'
+                f'<rect x="120" y="{y + 2}" width="{width:.1f}" height="11" fill="{COLORS[si % 6]}"/>'
+                f'<text x="{126 + width:.1f}" y="{y + 11}">{"n/a" if v is None else f"{v:.4g}"}</text>'
+            )
             y += 16
     out.append("</svg>")
     return "\n".join(out)

@@ -63,5 +63,7 @@ class TimeBudget:
         left = self.left()
         if typical <= left:
             return None
-        return (f"time budget: {max(left, 0.0):.0f} s left, a measurement takes {typical:.0f} s here "
-                f"(median of {len(self._took)}); given up before measuring, resume to run it")
+        return (
+            f"time budget: {max(left, 0.0):.0f} s left, a measurement takes {typical:.0f} s here "
+            f"(median of {len(self._took)}); given up before measuring, resume to run it"
+        )

@@ -71,8 +71,12 @@ class TrialResult:
         row["goodput_req_s"] = round(self.goodput_req_s, 4)
         row["best_rate_req_s"] = None if self.best_rate is None else round(self.best_rate, 4)
         row["saturation_req_s"] = None if self.saturation_req_s is None else round(self.saturation_req_s, 4)
-        for col, key in (("ttft_p95_ms", "ttft_ms.p95"), ("tpot_p95_ms", "tpot_ms.p95"), ("e2e_p95_ms", "e2e_ms.p95"),
-                         ("throughput_tok_s", "throughput_tok_s")):
+        for col, key in (
+            ("ttft_p95_ms", "ttft_ms.p95"),
+            ("tpot_p95_ms", "tpot_ms.p95"),
+            ("e2e_p95_ms", "e2e_ms.p95"),
+            ("throughput_tok_s", "throughput_tok_s"),
+        ):
             value = self.metric(key)
             row[col] = None if value is None else round(value, 2)
         row["slo_met"] = self.slo_met

@@ -44,8 +44,9 @@ def uses_v1_runner(spec: ModelSpec, speculative_method: str | None, environ: Map
     return SPEC_METHODS.get(speculative_method, speculative_method) not in V2_SPECULATIVE_METHODS
 
 
-def subtracts_cudagraph_estimate(spec: ModelSpec, vllm_version: str, speculative_method: str | None,
-                                 environ: Mapping[str, str]) -> bool:
+def subtracts_cudagraph_estimate(
+    spec: ModelSpec, vllm_version: str, speculative_method: str | None, environ: Mapping[str, str]
+) -> bool:
     """Whether vLLM takes its CUDA-graph memory estimate off the KV budget (enforce_eager: the estimate is 0)."""
     if environ.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1") == "0":
         return False

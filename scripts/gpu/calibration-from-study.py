@@ -34,9 +34,17 @@ from budget_calibration_io import SHAPE_KEYS  # noqa: E402
 from tuner.calibration import parse_log  # noqa: E402
 from tuner.synthetic import shape_config, w4a16_quantization_config  # noqa: E402
 
-SETTING_COLUMNS = ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
-                   "enable_prefix_caching", "kv_cache_dtype", "block_size", "speculative_method",
-                   "num_speculative_tokens")
+SETTING_COLUMNS = (
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "enable_chunked_prefill",
+    "enable_prefix_caching",
+    "kv_cache_dtype",
+    "block_size",
+    "speculative_method",
+    "num_speculative_tokens",
+)
 
 
 class _NoAliases(yaml.SafeDumper):
@@ -95,11 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args(argv)
     rows = {r["number"]: r for r in csv.DictReader((a.study_dir / "trials.csv").open())}
-    blocks = engine_blocks((a.study_dir / "memory-lines.txt").read_text())[a.skip_blocks:]
+    blocks = engine_blocks((a.study_dir / "memory-lines.txt").read_text())[a.skip_blocks :]
     numbers = [n.strip() for n in a.trials.split(",") if n.strip()]
     if len(blocks) != len(numbers):
-        raise SystemExit(f"{len(blocks)} engine blocks after --skip-blocks {a.skip_blocks} but "
-                         f"{len(numbers)} trials given ({a.trials}); pair them one to one")
+        raise SystemExit(
+            f"{len(blocks)} engine blocks after --skip-blocks {a.skip_blocks} but "
+            f"{len(numbers)} trials given ({a.trials}); pair them one to one"
+        )
     full = shape_config(a.shape)
     shape = {k: full[k] for k in SHAPE_KEYS if full.get(k) is not None}
     points = []
@@ -110,12 +120,15 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"trial {n} is not in {a.study_dir / 'trials.csv'}")
         source = f"H200 tune study {a.study_dir.as_posix()}, trial {n}" + (f" ({a.note})" if a.note else "")
         four_bit = rows[n].get("model", "").endswith("-w4a16")
-        p = point_for(block, rows[n], {**shape, "quantization_config": w4a16_quantization_config()}
-                      if four_bit else shape, source)
+        p = point_for(
+            block, rows[n], {**shape, "quantization_config": w4a16_quantization_config()} if four_bit else shape, source
+        )
         predicted = rows[n].get("kv_tokens_predicted")
         err = (float(predicted) / p["reported"]["kv_tokens"] - 1) * 100 if predicted else float("nan")
-        print(f"trial {n}: settings {p['settings']} kv reported {p['reported']['kv_tokens']:.0f} "
-              f"predicted {predicted or '-'} ({err:+.2f} %)")
+        print(
+            f"trial {n}: settings {p['settings']} kv reported {p['reported']['kv_tokens']:.0f} "
+            f"predicted {predicted or '-'} ({err:+.2f} %)"
+        )
         points.append(p)
     if not a.dry_run:
         text = a.calibration.read_text()

@@ -45,16 +45,32 @@ def main() -> int:
     study = open_study(f"sqlite:///{out.resolve()}/study.db", resume=False, seed=0)
     for number, (branch, t) in enumerate(order):
         t = optuna.trial.FrozenTrial(
-            number=number, state=t.state, value=t.value, values=None, datetime_start=t.datetime_start,
-            datetime_complete=t.datetime_complete, params=t.params, distributions=t.distributions,
-            user_attrs={**t.user_attrs, "result": {**t.user_attrs["result"], "number": number},
-                        "branch": branch, "branch_trial": t.number},
-            system_attrs=t.system_attrs, intermediate_values=t.intermediate_values, trial_id=0)
+            number=number,
+            state=t.state,
+            value=t.value,
+            values=None,
+            datetime_start=t.datetime_start,
+            datetime_complete=t.datetime_complete,
+            params=t.params,
+            distributions=t.distributions,
+            user_attrs={
+                **t.user_attrs,
+                "result": {**t.user_attrs["result"], "number": number},
+                "branch": branch,
+                "branch_trial": t.number,
+            },
+            system_attrs=t.system_attrs,
+            intermediate_values=t.intermediate_values,
+            trial_id=0,
+        )
         study.add_trial(t)
     meta = {k: v for k, v in json.loads((b_dir / "best.json").read_text()).items() if k in META_KEYS}
-    meta["notes"] = [*meta["notes"], f"Merged from two branches of one study: trials 0..{shared - 1} shared, "
-                     f"then {len(a) - shared} from branch A, then {len(b) - shared} from branch B (B's sampler did "
-                     "not see A's trials); see results/README.md."]
+    meta["notes"] = [
+        *meta["notes"],
+        f"Merged from two branches of one study: trials 0..{shared - 1} shared, "
+        f"then {len(a) - shared} from branch A, then {len(b) - shared} from branch B (B's sampler did "
+        "not see A's trials); see results/README.md.",
+    ]
 
     def script(path: Path, best: object) -> None:
         source = {"shared": a_dir, "A": a_dir, "B": b_dir}[order[best.number][0]]

@@ -36,15 +36,19 @@ def test_cpu_kv_space_pages_into_128_token_blocks() -> None:
 
 def test_config_env_wins_over_process_env() -> None:
     spec = ModelSpec.from_config(shape_config("llama-tiny"))
-    b = estimate_budget(spec, CPU, cfg(env=(("VLLM_CPU_KVCACHE_SPACE", "2"),)), vllm_version="0.32.0",
-                        env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    b = estimate_budget(
+        spec,
+        CPU,
+        cfg(env=(("VLLM_CPU_KVCACHE_SPACE", "2"),)),
+        vllm_version="0.32.0",
+        env={"VLLM_CPU_KVCACHE_SPACE": "1"},
+    )
     assert b.kv_cache_bytes == 2 * GIB
 
 
 def test_max_model_len_not_a_block_multiple_counts_whole_blocks_per_request() -> None:
     spec = ModelSpec.from_config(shape_config("llama-tiny"))
-    b = estimate_budget(spec, CPU, cfg(max_model_len=1000), vllm_version="0.32.0",
-                        env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    b = estimate_budget(spec, CPU, cfg(max_model_len=1000), vllm_version="0.32.0", env={"VLLM_CPU_KVCACHE_SPACE": "1"})
     per_request = math.ceil(1000 / 128)
     assert b.max_concurrency == b.num_blocks / per_request
     assert b.kv_tokens == int(b.num_blocks / per_request * 1000)
@@ -65,8 +69,9 @@ def test_gpu_formula_0_26_is_requested_minus_weights_activation_and_non_torch() 
 def test_0_32_subtracts_the_cudagraph_estimate_unless_disabled_or_eager() -> None:
     spec = ModelSpec.from_config(LLAMA_3_8B)
     on = estimate_budget(spec, H200, cfg(), vllm_version="0.32.0", env={})
-    off = estimate_budget(spec, H200, cfg(), vllm_version="0.32.0",
-                          env={"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"})
+    off = estimate_budget(
+        spec, H200, cfg(), vllm_version="0.32.0", env={"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}
+    )
     eager = estimate_budget(spec, H200, cfg(enforce_eager=True), vllm_version="0.32.0", env={})
     assert on.cudagraph_bytes > 0 and eager.cudagraph_bytes == 0
     assert off.kv_cache_bytes == on.kv_cache_bytes + on.cudagraph_bytes
@@ -77,8 +82,9 @@ def test_0_26_graphs_beyond_gmu_must_still_fit() -> None:
     spec = ModelSpec.from_config(LLAMA_3_8B)
     b = estimate_budget(spec, H200, cfg(gpu_memory_utilization=0.992), vllm_version="0.26.0", env={})
     assert not b.feasible and any("CUDA graphs" in r for r in b.reasons)
-    eager = estimate_budget(spec, H200, cfg(gpu_memory_utilization=0.992, enforce_eager=True),
-                            vllm_version="0.26.0", env={})
+    eager = estimate_budget(
+        spec, H200, cfg(gpu_memory_utilization=0.992, enforce_eager=True), vllm_version="0.26.0", env={}
+    )
     assert eager.feasible
 
 
@@ -101,8 +107,7 @@ def test_defaults_follow_vllm() -> None:
 def test_fp8_kv_halves_bytes_per_token() -> None:
     spec = ModelSpec.from_config(QWEN2_5_7B)
     auto = estimate_budget(spec, H200, cfg(max_model_len=8192), vllm_version="0.26.0", env={})
-    fp8 = estimate_budget(spec, H200, cfg(max_model_len=8192, kv_cache_dtype="fp8"), vllm_version="0.26.0",
-                          env={})
+    fp8 = estimate_budget(spec, H200, cfg(max_model_len=8192, kv_cache_dtype="fp8"), vllm_version="0.26.0", env={})
     assert fp8.kv_bytes_per_token * 2 == auto.kv_bytes_per_token
     assert fp8.kv_tokens == pytest.approx(2 * auto.kv_tokens, rel=0.001)
 
@@ -141,48 +146,72 @@ def test_weights_that_do_not_fit_are_rejected_with_the_numbers() -> None:
 
 def test_too_long_max_model_len_is_rejected_and_the_fit_reported() -> None:
     spec = ModelSpec.from_config(shape_config("llama-tiny", max_position_embeddings=4_000_000))
-    b = estimate_budget(spec, CPU, cfg(max_model_len=2_000_000), vllm_version="0.32.0",
-                        env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    b = estimate_budget(
+        spec, CPU, cfg(max_model_len=2_000_000), vllm_version="0.32.0", env={"VLLM_CPU_KVCACHE_SPACE": "1"}
+    )
     assert not b.feasible and "largest max_model_len that fits" in b.reasons[0]
-    ok = estimate_budget(spec, CPU, cfg(max_model_len=b.max_model_len_fit), vllm_version="0.32.0",
-                         env={"VLLM_CPU_KVCACHE_SPACE": "1"})
-    over = estimate_budget(spec, CPU, cfg(max_model_len=b.max_model_len_fit + 128), vllm_version="0.32.0",
-                           env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    ok = estimate_budget(
+        spec, CPU, cfg(max_model_len=b.max_model_len_fit), vllm_version="0.32.0", env={"VLLM_CPU_KVCACHE_SPACE": "1"}
+    )
+    over = estimate_budget(
+        spec,
+        CPU,
+        cfg(max_model_len=b.max_model_len_fit + 128),
+        vllm_version="0.32.0",
+        env={"VLLM_CPU_KVCACHE_SPACE": "1"},
+    )
     assert ok.feasible and not over.feasible
 
 
 def test_null_block_is_reserved_from_0_32_on() -> None:
     spec = ModelSpec.from_config(shape_config("llama-tiny", max_position_embeddings=4_000_000))
     exact = GIB // (128 * spec.kv_bytes_per_token()) * 128  # every block of 1 GiB for one request
-    new = estimate_budget(spec, CPU, cfg(max_model_len=exact), vllm_version="0.32.0",
-                          env={"VLLM_CPU_KVCACHE_SPACE": "1"})
-    old = estimate_budget(spec, CPU, cfg(max_model_len=exact), vllm_version="0.26.0",
-                          env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    new = estimate_budget(
+        spec, CPU, cfg(max_model_len=exact), vllm_version="0.32.0", env={"VLLM_CPU_KVCACHE_SPACE": "1"}
+    )
+    old = estimate_budget(
+        spec, CPU, cfg(max_model_len=exact), vllm_version="0.26.0", env={"VLLM_CPU_KVCACHE_SPACE": "1"}
+    )
     assert old.feasible and not new.feasible
 
 
-@pytest.mark.parametrize(("kw", "text"), [
-    ({"max_model_len": 16384}, "exceeds the model's max_position_embeddings"),
-    ({"max_num_seqs": 512, "max_num_batched_tokens": 256}, "max_num_batched_tokens 256 < max_num_seqs 512"),
-    ({"tensor_parallel_size": 3}, "not divisible by tensor_parallel_size 3"),
-    ({"gpu_memory_utilization": 0.999}, "vLLM refuses to start"),
-])
+@pytest.mark.parametrize(
+    ("kw", "text"),
+    [
+        ({"max_model_len": 16384}, "exceeds the model's max_position_embeddings"),
+        ({"max_num_seqs": 512, "max_num_batched_tokens": 256}, "max_num_batched_tokens 256 < max_num_seqs 512"),
+        ({"tensor_parallel_size": 3}, "not divisible by tensor_parallel_size 3"),
+        ({"gpu_memory_utilization": 0.999}, "vLLM refuses to start"),
+    ],
+)
 def test_vllm_rejections_are_reasons(kw: dict, text: str) -> None:
     b = estimate_budget(ModelSpec.from_config(LLAMA_3_8B), H200, cfg(**kw), vllm_version="0.26.0", env={})
     assert not b.feasible and any(text in r for r in b.reasons)
 
 
 def test_long_context_allowed_by_env() -> None:
-    b = estimate_budget(ModelSpec.from_config(LLAMA_3_8B), H200, cfg(max_model_len=16384),
-                        vllm_version="0.26.0", env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})
+    b = estimate_budget(
+        ModelSpec.from_config(LLAMA_3_8B),
+        H200,
+        cfg(max_model_len=16384),
+        vllm_version="0.26.0",
+        env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"},
+    )
     assert b.feasible
 
 
 def test_to_dict_has_the_contract_keys() -> None:
     spec = ModelSpec.from_config(LLAMA_3_8B)
     d = estimate_budget(spec, H200, cfg(), vllm_version="0.26.0", env={}).to_dict()
-    for key in ("kv_bytes_per_token", "weight_bytes", "kv_cache_bytes", "kv_tokens", "max_concurrency",
-                "feasible", "reasons"):
+    for key in (
+        "kv_bytes_per_token",
+        "weight_bytes",
+        "kv_cache_bytes",
+        "kv_tokens",
+        "max_concurrency",
+        "feasible",
+        "reasons",
+    ):
         assert key in d
     assert isinstance(d["reasons"], list)
 
@@ -194,11 +223,17 @@ def test_emulated_gmu_reproduces_the_target_budget() -> None:
     spec = ModelSpec.from_config(shape_config("qwen2.5-7b"))
     seqs, batched = default_batch_limits(a30, "0.26.0")
     on_a30 = estimate_budget(spec, a30, cfg(gpu_memory_utilization=0.9), vllm_version="0.26.0", env={})
-    on_h200 = estimate_budget(spec, H200, cfg(gpu_memory_utilization=gmu, max_num_seqs=seqs,
-                                             max_num_batched_tokens=batched), vllm_version="0.26.0", env={})
+    on_h200 = estimate_budget(
+        spec,
+        H200,
+        cfg(gpu_memory_utilization=gmu, max_num_seqs=seqs, max_num_batched_tokens=batched),
+        vllm_version="0.26.0",
+        env={},
+    )
     # same requested memory; KV differs only by the overheads (the H200 ones are calibrated, the A30 not)
     assert on_h200.kv_cache_bytes + on_h200.activation_bytes + on_h200.non_torch_bytes == pytest.approx(
-        on_a30.kv_cache_bytes + on_a30.activation_bytes + on_a30.non_torch_bytes, abs=2)
+        on_a30.kv_cache_bytes + on_a30.activation_bytes + on_a30.non_torch_bytes, abs=2
+    )
     with pytest.raises(UsageError):
         emulated_gmu(H200, a30.memory_bytes, 0.9)
 

@@ -19,23 +19,31 @@ ROUNDING_GIB = 5 * 0.005  # five figures of the log, each rounded to 0.01 GiB
 
 
 def cfg(**kw) -> ServeConfig:
-    return ServeConfig(model="m", gpu_memory_utilization=0.9, max_model_len=1280, max_num_seqs=64,
-                       max_num_batched_tokens=2048, **kw)
+    return ServeConfig(
+        model="m", gpu_memory_utilization=0.9, max_model_len=1280, max_num_seqs=64, max_num_batched_tokens=2048, **kw
+    )
 
 
 def test_0_26_v1_runner_takes_the_cudagraph_estimate_off_the_kv_cache() -> None:
     plain = estimate_budget(LLAMA, H200, cfg(), vllm_version="0.26.0", env={})
-    ngram = estimate_budget(LLAMA, H200, cfg(speculative_method="ngram", num_speculative_tokens=4),
-                            vllm_version="0.26.0", env={})
+    ngram = estimate_budget(
+        LLAMA, H200, cfg(speculative_method="ngram", num_speculative_tokens=4), vllm_version="0.26.0", env={}
+    )
     assert plain.cudagraph_subtracted_bytes == 0
     assert 0 < ngram.cudagraph_subtracted_bytes <= ngram.cudagraph_bytes
     assert ngram.kv_cache_bytes == plain.kv_cache_bytes - ngram.cudagraph_subtracted_bytes
-    eagle = estimate_budget(LLAMA, H200, cfg(speculative_method="eagle", num_speculative_tokens=4,
-                                             speculative_model="/d"), vllm_version="0.26.0", env={})
+    eagle = estimate_budget(
+        LLAMA,
+        H200,
+        cfg(speculative_method="eagle", num_speculative_tokens=4, speculative_model="/d"),
+        vllm_version="0.26.0",
+        env={},
+    )
     assert eagle.cudagraph_subtracted_bytes == 0  # the V2 runner supports EAGLE
     for env in ({"VLLM_USE_V2_MODEL_RUNNER": "1"}, {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}):
-        forced = estimate_budget(LLAMA, H200, cfg(speculative_method="ngram", num_speculative_tokens=4),
-                                 vllm_version="0.26.0", env=env)
+        forced = estimate_budget(
+            LLAMA, H200, cfg(speculative_method="ngram", num_speculative_tokens=4), vllm_version="0.26.0", env=env
+        )
         assert forced.kv_cache_bytes == plain.kv_cache_bytes
 
 
@@ -51,10 +59,12 @@ def test_runner_choice_follows_vllm_0_26() -> None:
 
 def test_decode_graphs_are_sized_in_tokens() -> None:
     # vLLM captures decode graphs up to max_num_seqs x (1 + speculative tokens) tokens
-    assert structural_cudagraph_bytes(LLAMA, Settings(64, 2048, speculative_tokens=4)) == \
-        structural_cudagraph_bytes(LLAMA, Settings(320, 2048))
-    assert structural_cudagraph_bytes(LLAMA, Settings(512, 2048, speculative_tokens=4)) == \
-        structural_cudagraph_bytes(LLAMA, Settings(512, 2048))
+    assert structural_cudagraph_bytes(LLAMA, Settings(64, 2048, speculative_tokens=4)) == structural_cudagraph_bytes(
+        LLAMA, Settings(320, 2048)
+    )
+    assert structural_cudagraph_bytes(LLAMA, Settings(512, 2048, speculative_tokens=4)) == structural_cudagraph_bytes(
+        LLAMA, Settings(512, 2048)
+    )
 
 
 def _gpu_points_with_figures() -> list:
@@ -67,8 +77,9 @@ def test_stored_points_show_the_estimate_exactly_where_the_runner_rule_says() ->
     assert any(p.settings.get("speculative_method") == "ngram" for p in points)
     for p in points:
         r = p.reported
-        missing = r["requested_gib"] - r["weights_gib"] - r["activation_gib"] - r["non_torch_gib"] \
-            - r["available_kv_gib"]
+        missing = (
+            r["requested_gib"] - r["weights_gib"] - r["activation_gib"] - r["non_torch_gib"] - r["available_kv_gib"]
+        )
         env = {str(k): str(v) for k, v in (p.settings.get("env") or {}).items()}
         if subtracts_cudagraph_estimate(p.spec(), p.vllm_version, p.settings.get("speculative_method"), env):
             assert missing > ROUNDING_GIB, p.origin
@@ -83,8 +94,13 @@ def _point_id(p) -> str:
 @pytest.mark.parametrize("point", _gpu_points_with_figures(), ids=_point_id)
 def test_calibrated_budget_does_not_promise_more_kv_than_vllm_reported(point) -> None:
     knobs = {k: v for k, v in point.settings.items() if k in ServeConfig.__dataclass_fields__ and k != "env"}
-    b = estimate_budget(point.spec(), GPUProfile.load(point.device), ServeConfig(model="m", **knobs),
-                        vllm_version=point.vllm_version, env={})
+    b = estimate_budget(
+        point.spec(),
+        GPUProfile.load(point.device),
+        ServeConfig(model="m", **knobs),
+        vllm_version=point.vllm_version,
+        env={},
+    )
     # promising more KV cache than vLLM gives is the unsafe side (before the V1-runner estimate was modelled,
     # the ngram points were over-promised by 0.3-7 %); under-promising by the activation margin is allowed
     assert b.kv_tokens <= point.reported["kv_tokens"] * 1.001
@@ -97,8 +113,9 @@ def test_stored_points_are_predicted_closely_not_only_safely() -> None:
     errors = []
     for p in _gpu_points_with_figures():
         knobs = {k: v for k, v in p.settings.items() if k in ServeConfig.__dataclass_fields__ and k != "env"}
-        b = estimate_budget(p.spec(), GPUProfile.load(p.device), ServeConfig(model="m", **knobs),
-                            vllm_version=p.vllm_version, env={})
+        b = estimate_budget(
+            p.spec(), GPUProfile.load(p.device), ServeConfig(model="m", **knobs), vllm_version=p.vllm_version, env={}
+        )
         errors.append(b.kv_tokens / p.reported["kv_tokens"] - 1)
     assert min(errors) > -0.07
     assert sum(abs(e) for e in errors) / len(errors) < 0.015
@@ -110,8 +127,11 @@ def test_v1_runner_sampler_warmup_can_set_the_activation_peak() -> None:
     v1 = structural_activation_bytes(LLAMA, Settings(512, 2048, speculative_tokens=4, v1_runner=True))
     assert 1.90 < v1 / gib < 2.00
     # at 64 sequences the forward pass stays the peak (1.01 GiB measured, V1 and V2 alike)
-    assert structural_activation_bytes(LLAMA, Settings(64, 2048, v1_runner=True)) == \
-        structural_activation_bytes(LLAMA, Settings(64, 2048)) < 1.05 * gib
+    assert (
+        structural_activation_bytes(LLAMA, Settings(64, 2048, v1_runner=True))
+        == structural_activation_bytes(LLAMA, Settings(64, 2048))
+        < 1.05 * gib
+    )
     assert structural_activation_bytes(LLAMA, Settings(512, 2048)) < 1.05 * gib  # V2: no sampler warm-up peak
 
 

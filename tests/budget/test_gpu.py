@@ -10,8 +10,7 @@ import yaml
 from tuner.errors import ProfileError, UsageError
 from tuner.gpu import GPUProfile, builtin_gpus
 
-EXPECTED = {"a10", "a30", "l4", "l40s", "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "rtx4090",
-            "cpu"}
+EXPECTED = {"a10", "a30", "l4", "l40s", "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "rtx4090", "cpu"}
 
 
 def test_all_required_profiles_exist() -> None:
@@ -44,8 +43,9 @@ def test_unknown_name_lists_builtins() -> None:
         GPUProfile.load("b300")
 
 
-@pytest.mark.parametrize("field", ["memory_bytes", "bandwidth_bytes_s", "bf16_tflops", "fp8_tflops",
-                                   "compute_capability", "fp8_kv"])
+@pytest.mark.parametrize(
+    "field", ["memory_bytes", "bandwidth_bytes_s", "bf16_tflops", "fp8_tflops", "compute_capability", "fp8_kv"]
+)
 def test_missing_number_names_file_and_field(tmp_path, field: str) -> None:
     data = yaml.safe_load(GPUProfile.load("h200").path and open(GPUProfile.load("h200").path).read())
     del data[field]

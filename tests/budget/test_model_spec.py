@@ -35,8 +35,9 @@ PUBLISHED_PARAMS = [
 ]
 
 
-@pytest.mark.parametrize(("cfg", "params"), PUBLISHED_PARAMS, ids=lambda v: v.get("model_type", "") if
-                         isinstance(v, dict) else "")
+@pytest.mark.parametrize(
+    ("cfg", "params"), PUBLISHED_PARAMS, ids=lambda v: v.get("model_type", "") if isinstance(v, dict) else ""
+)
 def test_parameter_count_matches_the_published_size(cfg: dict, params: int) -> None:
     assert ModelSpec.from_config(cfg).num_params == params
 
@@ -98,9 +99,18 @@ def test_explicit_layer_types_win_over_the_pattern() -> None:
 
 def test_multimodal_wrapper_reads_text_config() -> None:
     text = {k: v for k, v in GEMMA3_1B.items() if k not in ("architectures", "torch_dtype")}
-    cfg = {"model_type": "gemma3", "torch_dtype": "bfloat16", "text_config": text,
-           "vision_config": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
-                             "patch_size": 14, "image_size": 896}}
+    cfg = {
+        "model_type": "gemma3",
+        "torch_dtype": "bfloat16",
+        "text_config": text,
+        "vision_config": {
+            "hidden_size": 1152,
+            "intermediate_size": 4304,
+            "num_hidden_layers": 27,
+            "patch_size": 14,
+            "image_size": 896,
+        },
+    }
     spec = ModelSpec.from_config(cfg)
     assert spec.num_layers == 26 and spec.vision_params > 0
     assert spec.num_params > ModelSpec.from_config(GEMMA3_1B).num_params
@@ -141,10 +151,30 @@ def test_compressed_tensors_w4a16_weight_bytes_from_packed_shapes() -> None:
 
 
 def test_awq_and_gptq_configs_are_understood() -> None:
-    awq = ModelSpec.from_config({**QWEN2_5_7B, "quantization_config": {
-        "quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}})
-    gptq = ModelSpec.from_config({**QWEN2_5_7B, "quantization_config": {
-        "quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}})
+    awq = ModelSpec.from_config(
+        {
+            **QWEN2_5_7B,
+            "quantization_config": {
+                "quant_method": "awq",
+                "bits": 4,
+                "group_size": 128,
+                "zero_point": True,
+                "version": "gemm",
+            },
+        }
+    )
+    gptq = ModelSpec.from_config(
+        {
+            **QWEN2_5_7B,
+            "quantization_config": {
+                "quant_method": "gptq",
+                "bits": 4,
+                "group_size": 128,
+                "desc_act": False,
+                "sym": True,
+            },
+        }
+    )
     dense = ModelSpec.from_config(QWEN2_5_7B).weight_bytes
     assert 0.25 * dense < awq.weight_bytes < 0.45 * dense
     assert gptq.weight_bytes > awq.weight_bytes  # g_idx
@@ -155,8 +185,10 @@ def test_from_dir_reads_config_json(tmp_path) -> None:
     assert ModelSpec.from_dir(tmp_path).num_layers == 32
 
 
-@pytest.mark.parametrize("field", ["num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size",
-                                   "max_position_embeddings", "torch_dtype"])
+@pytest.mark.parametrize(
+    "field",
+    ["num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size", "max_position_embeddings", "torch_dtype"],
+)
 def test_missing_field_names_file_field_and_fix(tmp_path, field: str) -> None:
     (tmp_path / "config.json").write_text(json.dumps({k: v for k, v in LLAMA_3_8B.items() if k != field}))
     with pytest.raises(ModelSpecError) as err:

@@ -29,8 +29,7 @@ def test_decode_floor_grows_with_kv_read() -> None:
 def test_moe_decode_reads_only_routed_experts() -> None:
     spec = ModelSpec.from_config(MIXTRAL_8X7B)
     one, many = spec.decode_weight_bytes(1), spec.decode_weight_bytes(256)
-    assert one < 0.35 * spec.weight_bytes and many == pytest.approx(spec.weight_bytes - 2 * 32000 * 4096,
-                                                                    rel=0.01)
+    assert one < 0.35 * spec.weight_bytes and many == pytest.approx(spec.weight_bytes - 2 * 32000 * 4096, rel=0.01)
 
 
 def test_prefill_floor_scales_with_tokens_and_peak() -> None:

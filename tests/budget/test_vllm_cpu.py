@@ -21,15 +21,15 @@ def qwen3_tiny(tmp_path_factory):
     pytest.importorskip("torch")
     from tuner.synthetic import write_model
 
-    return write_model(tmp_path_factory.mktemp("budget-models") / "qwen3-tiny", "qwen3-tiny",
-                       max_position_embeddings=4_000_000)
+    return write_model(
+        tmp_path_factory.mktemp("budget-models") / "qwen3-tiny", "qwen3-tiny", max_position_embeddings=4_000_000
+    )
 
 
 def _budget(model, max_model_len: int):
     spec = ModelSpec.from_dir(model)
     config = ServeConfig(model=str(model), max_model_len=max_model_len)
-    return estimate_budget(spec, GPUProfile.load("cpu"), config, vllm_version=installed_vllm_version(),
-                           env=ENV)
+    return estimate_budget(spec, GPUProfile.load("cpu"), config, vllm_version=installed_vllm_version(), env=ENV)
 
 
 def test_reported_kv_tokens_equal_the_prediction(vllm_python, qwen3_tiny, tmp_path) -> None:

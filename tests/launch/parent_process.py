@@ -19,15 +19,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from launch.config import ServeConfig  # noqa: E402
 from launch.server import spawn_watched, start_server  # noqa: E402
 
-SLEEPER = ("import subprocess, time; subprocess.Popen(['sleep', '600']); print('child up', flush=True); "
-           "time.sleep(600)")
+SLEEPER = "import subprocess, time; subprocess.Popen(['sleep', '600']); print('child up', flush=True); time.sleep(600)"
 
 
 def main() -> None:
     mode, log_dir = sys.argv[1], Path(sys.argv[2])
     if mode == "dummy":
-        proc, _log, pidfile = spawn_watched([sys.executable, "-c", SLEEPER], dict(), log_dir / "dummy.log",
-                                            2.0, on_orphan=["touch", str(log_dir / "cleanup-ran")])
+        proc, _log, pidfile = spawn_watched(
+            [sys.executable, "-c", SLEEPER],
+            dict(),
+            log_dir / "dummy.log",
+            2.0,
+            on_orphan=["touch", str(log_dir / "cleanup-ran")],
+        )
         while not pidfile.exists():
             time.sleep(0.05)
         time.sleep(0.5)  # let the child fork its grandchild

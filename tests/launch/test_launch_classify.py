@@ -77,19 +77,20 @@ GPU_CASES = {
 
 @pytest.mark.parametrize("reason,line", [(r, ln) for r, lines in GPU_CASES.items() for ln in lines])
 def test_gpu_excerpts(reason: str, line: str) -> None:
-    text = "\n".join([
-        "(APIServer pid=4200) INFO 11-28 21:12:01 [api_utils.py:286] non-default args: {'model': '/m'}",
-        "(EngineCore_DP0 pid=4242) WARNING 11-28 21:12:30 [gpu_worker.py:1] lower max_num_seqs to avoid "
-        "running out of memory",  # advice at WARNING level must not decide the reason
-        line,
-        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
-    ])
+    text = "\n".join(
+        [
+            "(APIServer pid=4200) INFO 11-28 21:12:01 [api_utils.py:286] non-default args: {'model': '/m'}",
+            "(EngineCore_DP0 pid=4242) WARNING 11-28 21:12:30 [gpu_worker.py:1] lower max_num_seqs to avoid "
+            "running out of memory",  # advice at WARNING level must not decide the reason
+            line,
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+        ]
+    )
     assert classify_failure(text, 1, "startup")[0] == reason
 
 
 def test_fallbacks_by_phase_and_exit_status() -> None:
-    noise = ("(APIServer pid=1) WARNING 11-29 09:22:57 [system_utils.py:255] Found ulimit, "
-             "error increasing it\n")
+    noise = "(APIServer pid=1) WARNING 11-29 09:22:57 [system_utils.py:255] Found ulimit, error increasing it\n"
     assert classify_failure(noise, None, "startup")[0] == "startup_timeout"
     assert classify_failure(noise, -9, "startup")[0] == "oom"  # SIGKILL nobody asked for
     assert classify_failure(noise, 137, "startup")[0] == "oom"
@@ -109,8 +110,7 @@ def test_known_cause_after_start_keeps_its_reason() -> None:
 
 
 def test_port_in_use() -> None:
-    log = ("OSError: [Errno 98] error while attempting to bind on address ('127.0.0.1', 8000): "
-           "address already in use")
+    log = "OSError: [Errno 98] error while attempting to bind on address ('127.0.0.1', 8000): address already in use"
     assert classify_failure(log, 1, "startup")[0] == "port_in_use"
 
 

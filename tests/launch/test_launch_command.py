@@ -12,11 +12,24 @@ from launch.errors import LaunchInputError
 from launch.vllm_info import API_SERVER
 
 FULL = ServeConfig(
-    model="/models/llama 8b", served_model_name="llama", dtype="bfloat16", load_format="dummy",
-    gpu_memory_utilization=0.85, max_model_len=8192, max_num_seqs=64, max_num_batched_tokens=4096,
-    enable_chunked_prefill=True, enable_prefix_caching=False, kv_cache_dtype="fp8",
-    kv_cache_memory_bytes=12_000_000_000, block_size=16, tensor_parallel_size=2, enforce_eager=False,
-    speculative_method="ngram", num_speculative_tokens=4, seed=0,
+    model="/models/llama 8b",
+    served_model_name="llama",
+    dtype="bfloat16",
+    load_format="dummy",
+    gpu_memory_utilization=0.85,
+    max_model_len=8192,
+    max_num_seqs=64,
+    max_num_batched_tokens=4096,
+    enable_chunked_prefill=True,
+    enable_prefix_caching=False,
+    kv_cache_dtype="fp8",
+    kv_cache_memory_bytes=12_000_000_000,
+    block_size=16,
+    tensor_parallel_size=2,
+    enforce_eager=False,
+    speculative_method="ngram",
+    num_speculative_tokens=4,
+    seed=0,
 )
 
 
@@ -26,8 +39,7 @@ def _flag_value(argv: list[str], flag: str) -> str:
 
 def test_baseline_is_model_host_port_only(any_info) -> None:
     argv, env = build_command(ServeConfig(model="/m"), any_info, host="127.0.0.1", port=8123)
-    assert argv == [any_info.python, "-m", API_SERVER, "--model", "/m",
-                    "--host", "127.0.0.1", "--port", "8123"]
+    assert argv == [any_info.python, "-m", API_SERVER, "--model", "/m", "--host", "127.0.0.1", "--port", "8123"]
     assert env == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}  # cuda info
 
 
@@ -77,8 +89,7 @@ def test_boolean_without_negative_form(make_info) -> None:
 
 def test_extra_args_are_checked_too(make_info) -> None:
     info = make_info("0.32.0")
-    argv, _ = build_command(ServeConfig(model="/m", extra_args=("--max-logprobs", "5", "-O3")), info,
-                            host="h", port=1)
+    argv, _ = build_command(ServeConfig(model="/m", extra_args=("--max-logprobs", "5", "-O3")), info, host="h", port=1)
     assert argv[-3:] == ["--max-logprobs", "5", "-O3"]
     with pytest.raises(LaunchInputError, match="--no-such-flag"):
         build_command(ServeConfig(model="/m", extra_args=("--no-such-flag=1",)), info, host="h", port=1)
@@ -87,10 +98,12 @@ def test_extra_args_are_checked_too(make_info) -> None:
 def test_speculative_config() -> None:
     assert speculative_config_json(ServeConfig(model="/m")) is None
     assert speculative_config_json(ServeConfig(model="/m", speculative_method="off")) is None
-    draft = ServeConfig(model="/m", speculative_method="draft", num_speculative_tokens=3,
-                        speculative_model="/d")
+    draft = ServeConfig(model="/m", speculative_method="draft", num_speculative_tokens=3, speculative_model="/d")
     assert json.loads(speculative_config_json(draft)) == {
-        "method": "draft_model", "num_speculative_tokens": 3, "model": "/d"}
+        "method": "draft_model",
+        "num_speculative_tokens": 3,
+        "model": "/d",
+    }
     with pytest.raises(LaunchInputError, match="needs speculative_model"):
         speculative_config_json(ServeConfig(model="/m", speculative_method="eagle", num_speculative_tokens=2))
     with pytest.raises(LaunchInputError, match="needs num_speculative_tokens"):
@@ -136,8 +149,7 @@ def test_installed_vllm_parses_our_argv(vllm_python: str) -> None:
 
     info = probe_vllm(vllm_python)
     argv, _ = build_command(FULL, info, host="127.0.0.1", port=8001)
-    r = subprocess.run([vllm_python, "-c", _PARSE, json.dumps(argv[3:])], capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run([vllm_python, "-c", _PARSE, json.dumps(argv[3:])], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     ns = json.loads(r.stdout.strip().splitlines()[-1])
     assert ns["model"] == "/models/llama 8b" and ns["max_model_len"] == 8192

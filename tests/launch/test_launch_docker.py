@@ -16,8 +16,14 @@ from launch.config import ServeConfig
 from launch.docker_backend import DockerServer, container_spec, start_docker_server
 from launch.errors import LaunchFailure
 
-CFG = ServeConfig(model="/data/models/llama 8b", max_model_len=4096, enable_prefix_caching=False,
-                  speculative_method="draft", num_speculative_tokens=3, speculative_model="/data/draft")
+CFG = ServeConfig(
+    model="/data/models/llama 8b",
+    max_model_len=4096,
+    enable_prefix_caching=False,
+    speculative_method="draft",
+    num_speculative_tokens=3,
+    speculative_model="/data/draft",
+)
 
 
 def test_container_spec(make_info) -> None:
@@ -31,8 +37,10 @@ def test_container_spec(make_info) -> None:
     assert args[args.index("--host") + 1] == "0.0.0.0" and args[args.index("--port") + 1] == "8000"
     assert "--no-enable-prefix-caching" in args
     assert spec["ports"] == {"8000/tcp": ("127.0.0.1", 8123)}
-    assert spec["volumes"] == {"/data/models/llama 8b": {"bind": "/model", "mode": "ro"},
-                               "/data/draft": {"bind": "/draft", "mode": "ro"}}
+    assert spec["volumes"] == {
+        "/data/models/llama 8b": {"bind": "/model", "mode": "ro"},
+        "/data/draft": {"bind": "/draft", "mode": "ro"},
+    }
     assert spec["device_requests"] == [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}]
     assert spec["environment"] == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
     assert spec["ipc_mode"] == "host" and spec["detach"] is True
@@ -59,8 +67,7 @@ def test_spec_is_accepted_by_the_docker_sdk(make_info) -> None:
 
 
 class _FakeContainer:
-    def __init__(self, status: str = "running", exit_code: int = 0, oom: bool = False,
-                 logs: bytes = b"") -> None:
+    def __init__(self, status: str = "running", exit_code: int = 0, oom: bool = False, logs: bytes = b"") -> None:
         self.id = "f" * 64
         self.status = status
         self.attrs: dict[str, Any] = {"State": {"ExitCode": exit_code, "OOMKilled": oom, "Pid": 4321}}
@@ -93,13 +100,16 @@ class _FakeClient:
 
 
 def test_failed_container_is_classified_and_removed(make_info, tmp_path: Path) -> None:
-    log = (b"(EngineCore_DP0 pid=1) ERROR 11-28 21:14:07 [core.py:1] torch.OutOfMemoryError: CUDA out of "
-           b"memory. Tried to allocate 2.00 GiB.\n")
+    log = (
+        b"(EngineCore_DP0 pid=1) ERROR 11-28 21:14:07 [core.py:1] torch.OutOfMemoryError: CUDA out of "
+        b"memory. Tried to allocate 2.00 GiB.\n"
+    )
     container = _FakeContainer(status="exited", exit_code=1, logs=log)
     client = _FakeClient(container)
     with pytest.raises(LaunchFailure) as e:
-        start_docker_server(CFG, make_info("0.26.0"), log_dir=tmp_path, client=client, watchdog=False,
-                            startup_timeout_s=5)
+        start_docker_server(
+            CFG, make_info("0.26.0"), log_dir=tmp_path, client=client, watchdog=False, startup_timeout_s=5
+        )
     assert e.value.reason == "oom"
     assert client.runs[0]["image"] == "vllm/vllm-openai:v0.26.0"
     assert container.calls[-2:] == ["stop(5)", "remove"] and list(tmp_path.glob("docker-*.log"))
@@ -107,8 +117,9 @@ def test_failed_container_is_classified_and_removed(make_info, tmp_path: Path) -
 
 def test_oom_killed_container_reads_as_137(make_info, tmp_path: Path) -> None:
     container = _FakeContainer("exited", 0, oom=True)
-    server = DockerServer(config=CFG, info=make_info("0.26.0"), container=container, host="127.0.0.1", port=1,
-                          log_path=tmp_path / "x.log")
+    server = DockerServer(
+        config=CFG, info=make_info("0.26.0"), container=container, host="127.0.0.1", port=1, log_path=tmp_path / "x.log"
+    )
     assert server.returncode() == 137 and not server.alive()
     failure = server.failure("startup")
     assert failure is not None and failure.reason == "oom"
@@ -123,8 +134,7 @@ class _VllmLike(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         body = b""
         if self.path == "/metrics":
-            body = (b'vllm:cache_config_info{block_size="16",kv_cache_size_tokens="4096",'
-                    b'num_gpu_blocks="256"} 1.0\n')
+            body = b'vllm:cache_config_info{block_size="16",kv_cache_size_tokens="4096",num_gpu_blocks="256"} 1.0\n'
         self.send_response(200)
         self.end_headers()
         self.wfile.write(body)
@@ -144,11 +154,17 @@ def test_healthy_container_is_warmed_up_and_read_back(make_info, tmp_path: Path)
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _VllmLike)
     httpd.posts = 0  # type: ignore[attr-defined]
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    container = _FakeContainer(
-        logs=b"INFO 11-28 10:01:40 [gpu_worker.py:561] Available KV cache memory: 3.5 GiB\n")
+    container = _FakeContainer(logs=b"INFO 11-28 10:01:40 [gpu_worker.py:561] Available KV cache memory: 3.5 GiB\n")
     try:
-        with start_docker_server(CFG, make_info("0.26.0"), port=httpd.server_address[1], log_dir=tmp_path,
-                                 client=_FakeClient(container), watchdog=False, warmup_requests=3) as server:
+        with start_docker_server(
+            CFG,
+            make_info("0.26.0"),
+            port=httpd.server_address[1],
+            log_dir=tmp_path,
+            client=_FakeClient(container),
+            watchdog=False,
+            warmup_requests=3,
+        ) as server:
             assert httpd.posts == 3  # type: ignore[attr-defined]
             assert server.readback.kv_cache_size_tokens == 4096 and server.readback.available_kv_gib == 3.5
             assert server.alive() and server.pid == 4321

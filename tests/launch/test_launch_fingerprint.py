@@ -80,8 +80,12 @@ def test_standalone_copy_matches(tmp_path: Path) -> None:
     import inspect
 
     m = _model(tmp_path / "m")
-    src = ("from __future__ import annotations\nimport os\nimport sys\n"
-           + inspect.getsource(fp.hash_model_dir) + "\nprint(hash_model_dir(sys.argv[1]))\n")
-    out = subprocess.run([sys.executable, "-I", "-", str(m)], input=src, capture_output=True, text=True,
-                         check=True).stdout.strip()
+    src = (
+        "from __future__ import annotations\nimport os\nimport sys\n"
+        + inspect.getsource(fp.hash_model_dir)
+        + "\nprint(hash_model_dir(sys.argv[1]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-", str(m)], input=src, capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == model_fingerprint(m)

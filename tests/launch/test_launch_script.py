@@ -17,7 +17,7 @@ from launch.config import ServeConfig
 from launch.fingerprint import model_fingerprint
 from launch.script import docker_run_command, render_launch_script, write_launch_script
 
-HOSTILE = ["my model", "it's \"quoted\"", "$(touch pwned)", "`touch pwned2`", "semi;colon & amp", "new\nline"]
+HOSTILE = ["my model", 'it\'s "quoted"', "$(touch pwned)", "`touch pwned2`", "semi;colon & amp", "new\nline"]
 
 
 def _model(tmp_path: Path, name: str) -> Path:
@@ -46,19 +46,30 @@ exec {sys.executable} "$@"
 
 def _run(script: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full = {"PATH": os.environ["PATH"], **env}
-    return subprocess.run(["bash", str(script)], cwd=cwd, env=full, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(["bash", str(script)], cwd=cwd, env=full, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize("version", ["0.26.0", "0.32.0", "0.33.0"])
 def test_renders_valid_bash_for_every_release(make_info, tmp_path: Path, version: str) -> None:
-    cfg = ServeConfig(model="x", max_model_len=4096, enable_prefix_caching=False, enforce_eager=True,
-                      speculative_method="ngram", num_speculative_tokens=3,
-                      extra_args=("--max-logprobs", "5"))
+    cfg = ServeConfig(
+        model="x",
+        max_model_len=4096,
+        enable_prefix_caching=False,
+        enforce_eager=True,
+        speculative_method="ngram",
+        num_speculative_tokens=3,
+        extra_args=("--max-logprobs", "5"),
+    )
     script = tmp_path / "launch.sh"
     for hostile in HOSTILE:
-        write_launch_script(script, cfg, make_info(version), fingerprint="f" * 64, model_dir=f"/m/{hostile}",
-                            note=f"SLO ttft_p95=2s\n{hostile}")
+        write_launch_script(
+            script,
+            cfg,
+            make_info(version),
+            fingerprint="f" * 64,
+            model_dir=f"/m/{hostile}",
+            note=f"SLO ttft_p95=2s\n{hostile}",
+        )
         r = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
         assert r.returncode == 0, (hostile, r.stderr)
         text = script.read_text()
@@ -73,8 +84,9 @@ def test_hostile_paths_stay_literal(make_info, fake_python: Path, tmp_path: Path
     for i, hostile in enumerate(HOSTILE):
         model = _model(tmp_path, f"case{i}/{hostile}")
         cfg = ServeConfig(model=str(model), max_model_len=2048).with_env(X_TUNED="a b $(touch pwned)")
-        script = write_launch_script(tmp_path / "launch.sh", cfg, info, fingerprint=model_fingerprint(model),
-                                     model_dir=str(model))
+        script = write_launch_script(
+            tmp_path / "launch.sh", cfg, info, fingerprint=model_fingerprint(model), model_dir=str(model)
+        )
         r = _run(script, tmp_path, VLLM_PYTHON=str(fake_python), PORT="8765", HOST="0.0.0.0")
         assert r.returncode == 0, r.stderr
         argv = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("ARGV "))[5:])
@@ -97,8 +109,9 @@ def test_defaults_version_check_and_fingerprint(fake_python: Path, tmp_path: Pat
     argv = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("ARGV "))[5:])
     assert argv[argv.index("--host") + 1] == "127.0.0.1" and argv[argv.index("--port") + 1] == "8000"
 
-    old = write_launch_script(tmp_path / "old.sh", cfg, replace(real, version="0.26.0"), fingerprint=fp,
-                              model_dir=str(model))
+    old = write_launch_script(
+        tmp_path / "old.sh", cfg, replace(real, version="0.26.0"), fingerprint=fp, model_dir=str(model)
+    )
     r = _run(old, tmp_path, VLLM_PYTHON=str(fake_python))
     assert r.returncode == 3 and "tuned with vLLM 0.26.0" in r.stderr and "FORCE=1" in r.stderr
     r = _run(old, tmp_path, VLLM_PYTHON=str(fake_python), FORCE="1")
@@ -123,8 +136,9 @@ def test_uses_the_tuned_interpreter_by_default(make_info, tmp_path: Path) -> Non
 
 
 def test_gpu_env_is_exported(make_info) -> None:
-    text = render_launch_script(ServeConfig(model="m"), make_info("0.26.0", platform="cuda"), fingerprint="x",
-                                model_dir="/m")
+    text = render_launch_script(
+        ServeConfig(model="m"), make_info("0.26.0", platform="cuda"), fingerprint="x", model_dir="/m"
+    )
     assert "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in text
     capped = ServeConfig(model="m", kv_cache_memory_bytes=1 << 29)
     text = render_launch_script(capped, make_info("0.32.0", platform="cpu"), fingerprint="x", model_dir="/m")

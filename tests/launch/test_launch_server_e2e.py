@@ -62,20 +62,36 @@ def kv_bytes_per_token(model_dir: Path) -> int:
 class TestGoodStart:
     @pytest.fixture(scope="class")
     @classmethod
-    def server(cls, vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], vllm_start_lock: Callable,
-               tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedServer]:
-        config = ServeConfig(model=str(tiny_model), served_model_name="tiny", max_model_len=1024,
-                             max_num_seqs=8, enable_prefix_caching=False)
+    def server(
+        cls,
+        vllm_python: str,
+        tiny_model: Path,
+        cpu_env: dict[str, str],
+        vllm_start_lock: Callable,
+        tmp_path_factory: pytest.TempPathFactory,
+    ) -> Iterator[LaunchedServer]:
+        config = ServeConfig(
+            model=str(tiny_model),
+            served_model_name="tiny",
+            max_model_len=1024,
+            max_num_seqs=8,
+            enable_prefix_caching=False,
+        )
         progress: list[str] = []
         with vllm_start_lock():
-            server = start_server(config, python=vllm_python, log_dir=tmp_path_factory.mktemp("logs"),
-                                  base_env=cpu_env, on_progress=progress.append, startup_timeout_s=400)
+            server = start_server(
+                config,
+                python=vllm_python,
+                log_dir=tmp_path_factory.mktemp("logs"),
+                base_env=cpu_env,
+                on_progress=progress.append,
+                startup_timeout_s=400,
+            )
         server.progress = progress  # type: ignore[attr-defined]
         with server:
             yield server
 
-    def test_up_warmed_and_read_back(self, server: LaunchedServer, tiny_model: Path,
-                                     cpu_env: dict[str, str]) -> None:
+    def test_up_warmed_and_read_back(self, server: LaunchedServer, tiny_model: Path, cpu_env: dict[str, str]) -> None:
         assert server.alive() and server.url == f"http://127.0.0.1:{server.port}"
         assert server.pid != server.pgid and server.pid in group_members(server.pgid)
         assert server.startup_s > 0 and server.log_path.exists()
@@ -92,8 +108,11 @@ class TestGoodStart:
         assert rb.max_concurrency == pytest.approx(rb.kv_cache_size_tokens / 1024)
 
     def test_serves_completions(self, server: LaunchedServer) -> None:
-        r = httpx.post(f"{server.url}/v1/completions", timeout=60,
-                       json={"model": "tiny", "prompt": "w1 w2 w3", "max_tokens": 5, "ignore_eos": True})
+        r = httpx.post(
+            f"{server.url}/v1/completions",
+            timeout=60,
+            json={"model": "tiny", "prompt": "w1 w2 w3", "max_tokens": 5, "ignore_eos": True},
+        )
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
         assert server.failure() is None
 
@@ -114,13 +133,18 @@ def test_unknown_flag_is_rejected_before_launch(vllm_python: str, tiny_model: Pa
     info = probe_vllm(vllm_python)
     older = replace(info, flags=info.flags - {"--kv-cache-memory-bytes"})
     with pytest.raises(LaunchInputError, match=rf"vLLM {info.version} .*--kv-cache-memory-bytes"):
-        start_server(ServeConfig(model=str(tiny_model), kv_cache_memory_bytes=1 << 30), python=vllm_python,
-                     log_dir=tmp_path, info=older)
+        start_server(
+            ServeConfig(model=str(tiny_model), kv_cache_memory_bytes=1 << 30),
+            python=vllm_python,
+            log_dir=tmp_path,
+            info=older,
+        )
     assert list(tmp_path.iterdir()) == []  # no log: nothing was started
 
 
-def test_max_model_len_that_cannot_fit_the_kv_space(vllm_python: str, cpu_env: dict[str, str],
-                                                     tmp_path: Path, vllm_start_lock: Callable) -> None:
+def test_max_model_len_that_cannot_fit_the_kv_space(
+    vllm_python: str, cpu_env: dict[str, str], tmp_path: Path, vllm_start_lock: Callable
+) -> None:
     from tuner.synthetic import write_model
 
     model = write_model(tmp_path / "long-ctx", "llama-tiny", max_position_embeddings=1 << 22)
@@ -134,26 +158,45 @@ def test_max_model_len_that_cannot_fit_the_kv_space(vllm_python: str, cpu_env: d
     assert wait_until_gone(name, None, timeout=10) == []
 
 
-def test_startup_timeout_kills_everything(vllm_python: str, tiny_model: Path, cpu_env: dict[str, str],
-                                          tmp_path: Path, vllm_start_lock: Callable) -> None:
+def test_startup_timeout_kills_everything(
+    vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], tmp_path: Path, vllm_start_lock: Callable
+) -> None:
     name = f"slow-{uuid.uuid4().hex[:8]}"
     seen: list[str] = []
     with vllm_start_lock(), pytest.raises(LaunchFailure) as e:
-        start_server(ServeConfig(model=str(tiny_model), served_model_name=name), python=vllm_python,
-                     log_dir=tmp_path, base_env=cpu_env, startup_timeout_s=15, on_progress=seen.append)
+        start_server(
+            ServeConfig(model=str(tiny_model), served_model_name=name),
+            python=vllm_python,
+            log_dir=tmp_path,
+            base_env=cpu_env,
+            startup_timeout_s=15,
+            on_progress=seen.append,
+        )
     assert e.value.reason == "startup_timeout", str(e.value)
     assert any("vLLM starting (1" in s for s in seen)  # progress every 10 s
     assert wait_until_gone(name, None, timeout=10) == []
 
 
-def test_kill_9_of_the_tuner_leaves_no_vllm_process(vllm_python: str, tiny_model: Path,
-                                                    cpu_env: dict[str, str], tmp_path: Path,
-                                                    vllm_start_lock: Callable) -> None:
+def test_kill_9_of_the_tuner_leaves_no_vllm_process(
+    vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], tmp_path: Path, vllm_start_lock: Callable
+) -> None:
     name = f"orphan-{uuid.uuid4().hex[:8]}"
     with vllm_start_lock():
         parent = subprocess.Popen(
-            [sys.executable, str(HERE / "parent_process.py"), "vllm", str(tmp_path), str(tiny_model),
-             vllm_python, name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=cpu_env)
+            [
+                sys.executable,
+                str(HERE / "parent_process.py"),
+                "vllm",
+                str(tmp_path),
+                str(tiny_model),
+                vllm_python,
+                name,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=cpu_env,
+        )
         assert parent.stdout is not None
         line = parent.stdout.readline()
     assert line, "the parent process failed to start a server"
@@ -166,21 +209,25 @@ def test_kill_9_of_the_tuner_leaves_no_vllm_process(vllm_python: str, tiny_model
     assert left == [], f"survivors: {left}"
 
 
-def test_crash_after_start_is_classified(vllm_python: str, tiny_model: Path, cpu_env: dict[str, str],
-                                         tmp_path: Path, vllm_start_lock: Callable) -> None:
+def test_crash_after_start_is_classified(
+    vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], tmp_path: Path, vllm_start_lock: Callable
+) -> None:
     """SIGKILL of the EngineCore of a healthy server: the API server dies, failure() says why.
     Also: kv_cache_memory_bytes wins over an inherited VLLM_CPU_KVCACHE_SPACE (launch unsets it)."""
     name = f"crash-{uuid.uuid4().hex[:8]}"
-    config = ServeConfig(model=str(tiny_model), served_model_name=name, max_model_len=512,
-                         kv_cache_memory_bytes=256 << 20)
+    config = ServeConfig(
+        model=str(tiny_model), served_model_name=name, max_model_len=512, kv_cache_memory_bytes=256 << 20
+    )
     with vllm_start_lock():
-        server = start_server(config, python=vllm_python, log_dir=tmp_path, base_env=cpu_env,
-                              warmup_requests=1)
+        server = start_server(config, python=vllm_python, log_dir=tmp_path, base_env=cpu_env, warmup_requests=1)
     with server:
         assert "VLLM_CPU_KVCACHE_SPACE" in cpu_env and server.readback.kv_cache_memory_bytes == 256 << 20
         assert server.failure() is None
-        engine = [p for p in group_members(server.pgid)  # comm is cut to 15 chars: "VLLM::EngineCor"
-                  if Path(f"/proc/{p}/comm").read_text().startswith("VLLM::EngineCor")]
+        engine = [
+            p
+            for p in group_members(server.pgid)  # comm is cut to 15 chars: "VLLM::EngineCor"
+            if Path(f"/proc/{p}/comm").read_text().startswith("VLLM::EngineCor")
+        ]
         assert len(engine) == 1, engine
         os.kill(engine[0], signal.SIGKILL)
         deadline = time.monotonic() + 60

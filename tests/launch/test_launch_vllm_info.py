@@ -11,8 +11,17 @@ from launch.vllm_info import VllmInfo, parse_help, probe_vllm
 
 
 def test_parse_help_core_flags_in_every_release(any_info: VllmInfo) -> None:
-    for flag in ("--model", "--max-model-len", "--gpu-memory-utilization", "--kv-cache-memory-bytes",
-                 "--speculative-config", "--enable-chunked-prefill", "--host", "--port", "-tp"):
+    for flag in (
+        "--model",
+        "--max-model-len",
+        "--gpu-memory-utilization",
+        "--kv-cache-memory-bytes",
+        "--speculative-config",
+        "--enable-chunked-prefill",
+        "--host",
+        "--port",
+        "-tp",
+    ):
         assert any_info.has(flag), (any_info.version, flag)
     assert not any_info.has("--kv-cache-memory")  # 0.26's log hint is an abbreviation, not a flag
     assert len(any_info.flags) > 300
@@ -39,11 +48,13 @@ def test_choices_in_both_formats(make_info) -> None:
 
 
 def test_parse_help_small_synthetic_text() -> None:
-    text = ("  -h, --help            show this help message and exit\n"
-            "  --flag-a, --no-flag-a\n"
-            "  --size SIZE, -s SIZE  A size.\n"
-            "                        --not-a-flag in a description\n"
-            "  --mode {x,y}          A mode.\n")
+    text = (
+        "  -h, --help            show this help message and exit\n"
+        "  --flag-a, --no-flag-a\n"
+        "  --size SIZE, -s SIZE  A size.\n"
+        "                        --not-a-flag in a description\n"
+        "  --mode {x,y}          A mode.\n"
+    )
     flags, negations, choices = parse_help(text)
     assert flags == {"-h", "--help", "--flag-a", "--no-flag-a", "--size", "-s", "--mode"}
     assert dict(negations) == {"--flag-a": "--no-flag-a"}
@@ -56,7 +67,7 @@ def test_round_trip(any_info: VllmInfo) -> None:
 
 def test_interpreter_without_vllm_is_input_error(tmp_path) -> None:
     plain = tmp_path / "python-without-vllm"
-    plain.write_text(f"#!/bin/sh\nexec {sys.base_prefix}/bin/python3 -S \"$@\"\n")
+    plain.write_text(f'#!/bin/sh\nexec {sys.base_prefix}/bin/python3 -S "$@"\n')
     plain.chmod(0o755)
     with pytest.raises(LaunchInputError, match="cannot import vllm") as e:
         probe_vllm(str(plain))

@@ -27,8 +27,12 @@ def _wait_gone(pgid: int, timeout: float) -> list[int]:
 
 
 def _start_parent(tmp_path: Path) -> tuple[subprocess.Popen[str], dict[str, int]]:
-    parent = subprocess.Popen([sys.executable, str(HERE / "parent_process.py"), "dummy", str(tmp_path)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, str(HERE / "parent_process.py"), "dummy", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert parent.stdout is not None
     info = json.loads(parent.stdout.readline())
     assert len(group_members(info["pgid"])) == 3  # watchdog, child, grandchild
@@ -55,8 +59,7 @@ def test_watchdog_reports_exit_code_and_cleans_leftovers(tmp_path: Path) -> None
     from launch.server import spawn_watched
 
     script = "import subprocess, sys; subprocess.Popen(['sleep', '600']); sys.exit(3)"
-    proc, log, pidfile = spawn_watched([sys.executable, "-c", script], dict(os.environ), tmp_path / "x.log",
-                                       2.0)
+    proc, log, pidfile = spawn_watched([sys.executable, "-c", script], dict(os.environ), tmp_path / "x.log", 2.0)
     try:
         assert proc.wait(timeout=30) == 3
         assert _wait_gone(proc.pid, timeout=10) == []  # the orphaned `sleep` was killed
@@ -71,8 +74,10 @@ def test_nice_lowers_the_priority_of_the_server_and_everything_it_starts(tmp_pat
     from launch.server import spawn_watched
 
     child = "import os; print('child', os.getpriority(os.PRIO_PROCESS, 0))"
-    script = ("import os, subprocess, sys; print('server', os.getpriority(os.PRIO_PROCESS, 0), flush=True); "
-              f"subprocess.run([sys.executable, '-c', {child!r}])")
+    script = (
+        "import os, subprocess, sys; print('server', os.getpriority(os.PRIO_PROCESS, 0), flush=True); "
+        f"subprocess.run([sys.executable, '-c', {child!r}])"
+    )
     ours = os.getpriority(os.PRIO_PROCESS, 0)
     proc, log, _ = spawn_watched([sys.executable, "-c", script], dict(os.environ), tmp_path / "x.log", 2.0, nice=7)
     try:

@@ -45,9 +45,7 @@ def vllm_server(
         "32",
     ]
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, env=cpu_env, start_new_session=True
-        )
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=cpu_env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300

@@ -27,17 +27,16 @@ def test_prompts_as_long_as_the_context_are_served(vllm_server: str, tiny_model:
     # vLLM rejects a prompt of more characters than tokens x its longest token string before tokenizing it;
     # random prompts of the synthetic vocabulary's longest words exceeded that near max_model_len (HTTP 400)
     wl = load_workload(_workload(tmp_path, "input_tokens: 2040\noutput_tokens: 8\n"))  # the server's 2048
-    spec = LoadSpec(url=vllm_server, model="tiny", workload=wl, concurrency=2, requests=4, warmup=0,
-                    tokenizer=str(tiny_model))
+    spec = LoadSpec(
+        url=vllm_server, model="tiny", workload=wl, concurrency=2, requests=4, warmup=0, tokenizer=str(tiny_model)
+    )
     r = run_load(spec)
     assert r.requests_ok == 4 and r.requests_failed == 0, [rec.detail for rec in r.records if rec.failure]
     assert r.input_tokens == 4 * 2040
 
 
 def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
-    wl = load_workload(
-        _workload(tmp_path, "input_tokens: {dist: uniform, min: 20, max: 200}\noutput_tokens: 256\n")
-    )
+    wl = load_workload(_workload(tmp_path, "input_tokens: {dist: uniform, min: 20, max: 200}\noutput_tokens: 256\n"))
     spec = LoadSpec(
         url=vllm_server,
         model="tiny",
@@ -85,13 +84,9 @@ def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path
 
 
 def test_shared_prefix_hits_the_cache(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
-    wl = load_workload(
-        _workload(tmp_path, "input_tokens: 256\noutput_tokens: 4\nshared_prefix_fraction: 0.75\n")
-    )
+    wl = load_workload(_workload(tmp_path, "input_tokens: 256\noutput_tokens: 4\nshared_prefix_fraction: 0.75\n"))
     r = run_load(
-        LoadSpec(
-            url=vllm_server, model="tiny", workload=wl, concurrency=1, requests=8, tokenizer=str(tiny_model)
-        )
+        LoadSpec(url=vllm_server, model="tiny", workload=wl, concurrency=1, requests=8, tokenizer=str(tiny_model))
     )
     assert r.requests_ok == 8
     assert r.server["prefix_cache_hit_rate"] > 0.4
@@ -124,9 +119,7 @@ def test_rejected_requests_are_counted_not_raised(vllm_server: str, tiny_model: 
     # a 2,100-token prompt exceeds --max-model-len 2048: vLLM answers HTTP 400
     wl = load_workload(_workload(tmp_path, "input_tokens: 2100\noutput_tokens: 8\n"))
     r = run_load(
-        LoadSpec(
-            url=vllm_server, model="tiny", workload=wl, concurrency=2, requests=4, tokenizer=str(tiny_model)
-        )
+        LoadSpec(url=vllm_server, model="tiny", workload=wl, concurrency=2, requests=4, tokenizer=str(tiny_model))
     )
     assert r.requests_ok == 0 and r.requests_failed == 4
     assert r.failures == {"http_400": 4}

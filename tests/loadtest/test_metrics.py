@@ -102,9 +102,7 @@ def test_goodput_and_slo_values_count_failures_as_misses() -> None:
 
 def test_itl_slo_per_request_uses_its_own_percentile() -> None:
     smooth = rec(0, 0.0, 0.0, [(0.1, 1)] + [(0.1 + 0.01 * k, 1) for k in range(1, 21)], 0.3)
-    spiky = rec(
-        1, 0.0, 0.0, [(0.1, 1)] + [(0.1 + 0.01 * k + (0.5 if k > 10 else 0), 1) for k in range(1, 21)], 0.8
-    )
+    spiky = rec(1, 0.0, 0.0, [(0.1, 1)] + [(0.1 + 0.01 * k + (0.5 if k > 10 else 0), 1) for k in range(1, 21)], 0.8)
     r = compute_metrics([smooth, spiky], slos=parse_slos("itl_p50=15ms"))
     assert r.requests_good == 2  # each request's own p50 gap is 10 ms
     r = compute_metrics([smooth, spiky], slos=parse_slos("itl_p99=15ms"))

@@ -114,9 +114,13 @@ def test_scraper_keeps_the_peak_of_each_gauge_over_its_scrapes() -> None:
     from loadtest.testing import FakeResponse, FakeTransport, ScriptedClock
 
     clock = ScriptedClock()
-    texts = iter([f'vllm:num_requests_running{{engine="0",model_name="m"}} {n}\n'
-                  f'vllm:kv_cache_usage_perc{{engine="0",model_name="m"}} {u}\n'
-                  for n, u in ((0, 0.0), (3, 0.2), (1, 0.5), (0, 0.1))])
+    texts = iter(
+        [
+            f'vllm:num_requests_running{{engine="0",model_name="m"}} {n}\n'
+            f'vllm:kv_cache_usage_perc{{engine="0",model_name="m"}} {u}\n'
+            for n, u in ((0, 0.0), (3, 0.2), (1, 0.5), (0, 0.1))
+        ]
+    )
 
     def handler(req):  # type: ignore[no-untyped-def]
         return FakeResponse(200, [(0.0, line.encode()) for line in next(texts).splitlines()], clock)

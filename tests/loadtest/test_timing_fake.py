@@ -73,9 +73,7 @@ def test_open_loop_ttft_counts_from_schedule() -> None:
 
 
 def test_without_continuous_usage_tokens_come_from_final_usage() -> None:
-    r, _ = run(
-        lambda req, c: FakeResponse.stream(c, [(0.1, 1), (0.02, 2), (0.02, 2)], continuous_usage=False)
-    )
+    r, _ = run(lambda req, c: FakeResponse.stream(c, [(0.1, 1), (0.02, 2), (0.02, 2)], continuous_usage=False))
     assert r.output_tokens == 15 and not r.token_counts_exact
     assert r.tpot_ms.p50 == pytest.approx(40.0 / 4)
 
@@ -214,6 +212,13 @@ def test_abandon_never_cuts_a_level_that_holds() -> None:
     from loadtest.slo import parse_slos
 
     fast = lambda req, c: FakeResponse.stream(c, [(0.05, 1), (0.01, 1)])  # noqa: E731
-    r, t = run(fast, concurrency=None, rate=10.0, requests=50, arrival="constant",
-               slos=parse_slos("ttft_p95=1s"), abandon_when_lost=True)
+    r, t = run(
+        fast,
+        concurrency=None,
+        rate=10.0,
+        requests=50,
+        arrival="constant",
+        slos=parse_slos("ttft_p95=1s"),
+        abandon_when_lost=True,
+    )
     assert len(t.requests) == 50 and r.slo_met is True and r.requests_failed == 0

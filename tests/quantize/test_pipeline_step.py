@@ -11,9 +11,18 @@ from tuner.space import suggest_config
 
 def test_quantize_first_then_search_both_variants(quant_python, tiny_model, vllm_python, tmp_path, monkeypatch):
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
-    settings = resolve({}, {"model": str(tiny_model), "gpu": "cpu", "slo": "ttft_p95=2s", "quantize": "awq",
-                            "quantize_python": quant_python, "out": str(tmp_path / "study"),
-                            "vllm_python": vllm_python})
+    settings = resolve(
+        {},
+        {
+            "model": str(tiny_model),
+            "gpu": "cpu",
+            "slo": "ttft_p95=2s",
+            "quantize": "awq",
+            "quantize_python": quant_python,
+            "out": str(tmp_path / "study"),
+            "vllm_python": vllm_python,
+        },
+    )
     inputs = load_inputs(settings)
     qdir = maybe_quantize(settings, inputs)
     assert qdir is not None and qdir.startswith(str(tmp_path / "study"))

@@ -22,8 +22,9 @@ def _dtypes(model_dir: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def awq_quantized(awq_python: str, tiny_model: Path, quant_args: dict,
-                  tmp_path_factory: pytest.TempPathFactory) -> QuantizeResult:
+def awq_quantized(
+    awq_python: str, tiny_model: Path, quant_args: dict, tmp_path_factory: pytest.TempPathFactory
+) -> QuantizeResult:
     out = tmp_path_factory.mktemp("awq") / "out"
     result = quantize(tiny_model, out, python=awq_python, backend="autoawq", **quant_args)
     print("\nautoawq tiny-llama:", result.quality.summary())
@@ -34,8 +35,13 @@ def test_autoawq_output_with_restored_layers_passes_the_gate(awq_quantized: Quan
     q = awq_quantized.quality
     assert q.gate == "pass", q.summary()
     cfg = json.loads((awq_quantized.out_dir / "config.json").read_text())["quantization_config"]
-    assert (cfg["quant_method"], cfg["version"], cfg["bits"], cfg["group_size"], cfg["zero_point"]) == \
-        ("awq", "gemm", 4, 128, True)
+    assert (cfg["quant_method"], cfg["version"], cfg["bits"], cfg["group_size"], cfg["zero_point"]) == (
+        "awq",
+        "gemm",
+        4,
+        128,
+        True,
+    )
     assert awq_quantized.restored_layers
     assert sorted(cfg["modules_to_not_convert"]) == sorted(awq_quantized.restored_layers)
     dtypes = _dtypes(awq_quantized.out_dir)
@@ -48,11 +54,17 @@ def test_autoawq_output_with_restored_layers_passes_the_gate(awq_quantized: Quan
     assert awq_quantized.measured["backend"] == "autoawq"
 
 
-def test_autoawq_damaged_fails_the_gate(awq_python: str, tiny_model: Path, quant_args: dict,
-                                        tmp_path: Path) -> None:
+def test_autoawq_damaged_fails_the_gate(awq_python: str, tiny_model: Path, quant_args: dict, tmp_path: Path) -> None:
     with pytest.raises(QualityGateError) as info:
-        quantize(tiny_model, tmp_path / "damaged", python=awq_python, backend="autoawq",
-                 recipe=QuantizeRecipe(restore_below=0.0), samples=quant_args["samples"], damage="scales")
+        quantize(
+            tiny_model,
+            tmp_path / "damaged",
+            python=awq_python,
+            backend="autoawq",
+            recipe=QuantizeRecipe(restore_below=0.0),
+            samples=quant_args["samples"],
+            damage="scales",
+        )
     print("\ndamaged autoawq tiny-llama:", info.value.result.quality.summary())
     assert info.value.result.quality.gate == "fail"
 

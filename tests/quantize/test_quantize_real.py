@@ -34,8 +34,7 @@ def _safetensors_dtypes(model_dir: Path) -> dict[str, str]:
     return out
 
 
-def test_output_is_pack_quantized_with_16bit_embeddings_lm_head_and_restored_layers(
-        quantized: QuantizeResult) -> None:
+def test_output_is_pack_quantized_with_16bit_embeddings_lm_head_and_restored_layers(quantized: QuantizeResult) -> None:
     cfg = json.loads((quantized.out_dir / "config.json").read_text())["quantization_config"]
     assert cfg["quant_method"] == "compressed-tensors" and cfg["format"] == "pack-quantized"
     weights = cfg["config_groups"]["group_0"]["weights"]
@@ -69,8 +68,9 @@ def test_sound_quantization_passes_the_gate(quantized: QuantizeResult) -> None:
     assert not quantized.cached
 
 
-def test_unchanged_model_reuses_the_result(quantized: QuantizeResult, tiny_model: Path, quant_python: str,
-                                           quant_dirs: dict[str, Path], quant_args: dict) -> None:
+def test_unchanged_model_reuses_the_result(
+    quantized: QuantizeResult, tiny_model: Path, quant_python: str, quant_dirs: dict[str, Path], quant_args: dict
+) -> None:
     weights = quantized.out_dir / "model.safetensors"
     mtime = weights.stat().st_mtime_ns
     again = quantize(tiny_model, quantized.out_dir, python=quant_python, **quant_args)
@@ -79,13 +79,13 @@ def test_unchanged_model_reuses_the_result(quantized: QuantizeResult, tiny_model
     assert weights.stat().st_mtime_ns == mtime
     # a new output directory is filled from the cache directory
     other = quant_dirs["root"] / "from-cache"
-    copied = quantize(tiny_model, other, python=quant_python, **quant_args,
-                      cache_dir=quant_dirs["cache"])
+    copied = quantize(tiny_model, other, python=quant_python, **quant_args, cache_dir=quant_dirs["cache"])
     assert copied.cached and (other / "model.safetensors").read_bytes() == weights.read_bytes()
 
 
-def test_changed_model_is_requantized(quantized: QuantizeResult, tiny_model: Path, quant_python: str,
-                                      quant_dirs: dict[str, Path], quant_args: dict) -> None:
+def test_changed_model_is_requantized(
+    quantized: QuantizeResult, tiny_model: Path, quant_python: str, quant_dirs: dict[str, Path], quant_args: dict
+) -> None:
     changed = quant_dirs["root"] / "tiny-llama-v2"
     shutil.copytree(tiny_model, changed)
     write_model(changed, "llama-tiny", seed=1)  # same shapes, new weights
@@ -93,48 +93,92 @@ def test_changed_model_is_requantized(quantized: QuantizeResult, tiny_model: Pat
     out = quant_dirs["root"] / "changed-out"
     shutil.copytree(quantized.out_dir, out)  # the old model's quantization sits where the new one goes
     old = (out / "model.safetensors").read_bytes()
-    result = quantize(changed, out, python=quant_python, **quant_args,
-                      cache_dir=quant_dirs["cache"])
+    result = quantize(changed, out, python=quant_python, **quant_args, cache_dir=quant_dirs["cache"])
     assert not result.cached and result.key != quantized.key
     assert (out / "model.safetensors").read_bytes() != old
     assert result.quality.gate == "pass", result.quality.summary()
 
 
-def test_damaged_quantization_fails_the_gate(quant_python: str, tiny_model: Path,
-                                             quant_dirs: dict[str, Path], quant_args: dict) -> None:
+def test_damaged_quantization_fails_the_gate(
+    quant_python: str, tiny_model: Path, quant_dirs: dict[str, Path], quant_args: dict
+) -> None:
     calib = quant_dirs["root"] / "calib.jsonl"  # the user's-data path: synthetic words, one field each way
     rows = [{"text": " ".join(f"w{(i * 37 + j * 11) % 4000}" for j in range(64))} for i in range(12)]
-    rows += [{"messages": [{"role": "user", "content": " ".join(f"w{(i + j) % 4000}" for j in range(32))}]}
-             for i in range(4)]
+    rows += [
+        {"messages": [{"role": "user", "content": " ".join(f"w{(i + j) % 4000}" for j in range(32))}]} for i in range(4)
+    ]
     calib.write_text("\n".join(json.dumps(r) for r in rows))
     out = quant_dirs["root"] / "damaged"
     one_round = QuantizeRecipe(restore_below=0.0)
     with pytest.raises(QualityGateError) as info:
-        quantize(tiny_model, out, python=quant_python, recipe=one_round, calib=str(calib),
-                 samples=quant_args["samples"], cache_dir=quant_dirs["cache"], damage="packed")
+        quantize(
+            tiny_model,
+            out,
+            python=quant_python,
+            recipe=one_round,
+            calib=str(calib),
+            samples=quant_args["samples"],
+            cache_dir=quant_dirs["cache"],
+            damage="packed",
+        )
     report = info.value.result.quality
     print("\ndamaged tiny-llama:", report.summary())
     assert report.gate == "fail" and any("top-1" in r for r in report.reasons)
     assert info.value.result.measured["calibration_source"] == "user"
     assert not (quant_dirs["cache"] / info.value.result.key).exists()  # never cached
-    accepted = quantize(tiny_model, out, python=quant_python, recipe=one_round, calib=str(calib),
-                        samples=quant_args["samples"], damage="packed", gate=False)
+    accepted = quantize(
+        tiny_model,
+        out,
+        python=quant_python,
+        recipe=one_round,
+        calib=str(calib),
+        samples=quant_args["samples"],
+        damage="packed",
+        gate=False,
+    )
     assert accepted.cached and accepted.quality.gate == "fail"
 
 
-def test_cli_json_reports_the_gate(quantized: QuantizeResult, tiny_model: Path, quant_python: str,
-                                   quant_args: dict) -> None:
+def test_cli_json_reports_the_gate(
+    quantized: QuantizeResult, tiny_model: Path, quant_python: str, quant_args: dict
+) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "tuner.cli", "quantize", "--model", str(tiny_model), "--out",
-         str(quantized.out_dir), "--samples", str(quant_args["samples"]),
-         "--restore-below", str(quant_args["recipe"].restore_below),
-         "--quantize-python", quant_python, "--json"],
-        capture_output=True, text=True, timeout=600, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+        [
+            sys.executable,
+            "-m",
+            "tuner.cli",
+            "quantize",
+            "--model",
+            str(tiny_model),
+            "--out",
+            str(quantized.out_dir),
+            "--samples",
+            str(quant_args["samples"]),
+            "--restore-below",
+            str(quant_args["recipe"].restore_below),
+            "--quantize-python",
+            quant_python,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["gate"] == "pass" and data["out_dir"] == str(quantized.out_dir)
-    for key in ("ppl_base", "ppl_quant", "nll_delta", "kl_divergence", "top1_agreement", "layer_cosine",
-                "restored_layers", "thresholds"):
+    for key in (
+        "ppl_base",
+        "ppl_quant",
+        "nll_delta",
+        "kl_divergence",
+        "top1_agreement",
+        "layer_cosine",
+        "restored_layers",
+        "thresholds",
+    ):
         assert key in data
 
 

@@ -14,10 +14,19 @@ from tuner.errors import UsageError
 from tuner.quant_gate import GateThresholds, judge
 from tuner.quantize import QuantizeRecipe, _calibration, quantize
 
-SOUND = {"metrics": {"ppl_base": 10.0, "ppl_quant": 10.3, "nll_delta": 0.0296, "kl_divergence": 0.02,
-                     "top1_agreement": 0.91, "tokens": 100},
-         "layer_cosine": {"a.q_proj": 0.995, "a.o_proj": 0.999}, "restored_layers": ["a.down_proj"],
-         "restored_cosine": {"a.down_proj": 0.97}}
+SOUND = {
+    "metrics": {
+        "ppl_base": 10.0,
+        "ppl_quant": 10.3,
+        "nll_delta": 0.0296,
+        "kl_divergence": 0.02,
+        "top1_agreement": 0.91,
+        "tokens": 100,
+    },
+    "layer_cosine": {"a.q_proj": 0.995, "a.o_proj": 0.999},
+    "restored_layers": ["a.down_proj"],
+    "restored_cosine": {"a.down_proj": 0.97},
+}
 
 
 def _with(**metrics: float) -> dict:
@@ -31,12 +40,15 @@ def test_sound_measurements_pass() -> None:
     assert json.loads(json.dumps(report.to_dict()))["gate"] == "pass"
 
 
-@pytest.mark.parametrize(("measured", "needle"), [
-    (_with(nll_delta=0.5), "NLL delta"),
-    (_with(kl_divergence=0.3), "KL"),
-    (_with(top1_agreement=0.1), "top-1"),
-    ({**SOUND, "layer_cosine": {"a.q_proj": 0.95}}, "a.q_proj"),
-])
+@pytest.mark.parametrize(
+    ("measured", "needle"),
+    [
+        (_with(nll_delta=0.5), "NLL delta"),
+        (_with(kl_divergence=0.3), "KL"),
+        (_with(top1_agreement=0.1), "top-1"),
+        ({**SOUND, "layer_cosine": {"a.q_proj": 0.95}}, "a.q_proj"),
+    ],
+)
 def test_each_threshold_fails_the_gate(measured: dict, needle: str) -> None:
     report = judge(measured, GateThresholds())
     assert report.gate == "fail"
@@ -113,8 +125,9 @@ def test_refuses_to_overwrite_a_foreign_directory(tmp_path: Path) -> None:
     assert (out / "data.txt").read_text() == "keep me"
 
 
-def test_cli_without_interpreter_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_without_interpreter_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv("SLOTUNE_QUANTIZE_PYTHON", raising=False)
     monkeypatch.setattr("tuner.quant_interpreter.REPO_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -125,8 +138,19 @@ def test_cli_without_interpreter_exits_2(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_cli_autoawq_is_refused_not_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = _model(tmp_path / "m", b"\x00")
-    code = main(["quantize", "--model", str(model), "--out", str(tmp_path / "o"), "--backend", "autoawq",
-                 "--quantize-python", sys.executable])
+    code = main(
+        [
+            "quantize",
+            "--model",
+            str(model),
+            "--out",
+            str(tmp_path / "o"),
+            "--backend",
+            "autoawq",
+            "--quantize-python",
+            sys.executable,
+        ]
+    )
     assert code == 2
     assert "autoawq" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
@@ -139,7 +163,8 @@ def test_cli_help_says_autoawq_is_deprecated(capsys: pytest.CaptureFixture[str])
 
 
 def test_cli_autoawq_without_interpreter_names_the_install_flag(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv("SLOTUNE_AUTOAWQ_PYTHON", raising=False)
     monkeypatch.setattr("tuner.quant_interpreter.REPO_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)

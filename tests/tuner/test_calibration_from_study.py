@@ -12,18 +12,31 @@ spec.loader.exec_module(cal)
 
 
 def test_engine_blocks_start_anew_in_each_device_calls_section():
-    text = ("### call 1\n(EngineCore pid=7) INFO a\n(APIServer pid=6) INFO x\n(EngineCore pid=7) INFO b\n"
-            "### call 2\n(EngineCore pid=7) INFO c\n")
-    assert cal.engine_blocks(text) == ["(EngineCore pid=7) INFO a\n(EngineCore pid=7) INFO b",
-                                       "(EngineCore pid=7) INFO c"]
+    text = (
+        "### call 1\n(EngineCore pid=7) INFO a\n(APIServer pid=6) INFO x\n(EngineCore pid=7) INFO b\n"
+        "### call 2\n(EngineCore pid=7) INFO c\n"
+    )
+    assert cal.engine_blocks(text) == [
+        "(EngineCore pid=7) INFO a\n(EngineCore pid=7) INFO b",
+        "(EngineCore pid=7) INFO c",
+    ]
 
 
 def test_points_of_the_native_h200_study_carry_the_launched_settings(tmp_path, capsys):
     calibration = tmp_path / "cal.yaml"
     calibration.write_text("# header\ndevice: h200\nvllm_version: 0.26.0\npoints:\n")
     study = ROOT / "results/h200-llama-3-8b-h200"
-    cal.main([str(study), "--shape", "llama-3-8b", "--trials", ",".join(map(str, range(10))),
-              "--calibration", str(calibration)])
+    cal.main(
+        [
+            str(study),
+            "--shape",
+            "llama-3-8b",
+            "--trials",
+            ",".join(map(str, range(10))),
+            "--calibration",
+            str(calibration),
+        ]
+    )
     import yaml
 
     points = yaml.safe_load(calibration.read_text())["points"]

@@ -11,8 +11,15 @@ from tuner.trial_result import COMPLETE, TrialResult
 
 def timed(n, host="h1", **tl):
     timeline = {"host": host, "device": "0", **tl}
-    return TrialResult(n, COMPLETE, n == 0, ServeConfig(model="/m", max_num_seqs=8 + n), slo_met=True,
-                       goodput_req_s=1.0, timeline=timeline)
+    return TrialResult(
+        n,
+        COMPLETE,
+        n == 0,
+        ServeConfig(model="/m", max_num_seqs=8 + n),
+        slo_met=True,
+        goodput_req_s=1.0,
+        timeline=timeline,
+    )
 
 
 def test_others_startups_and_presence_during_each_measurement():

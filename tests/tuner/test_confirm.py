@@ -18,22 +18,45 @@ from tuner.trial_result import COMPLETE, FAIL, TrialResult
 
 def trial(n, goodput, baseline=False, state=COMPLETE, seqs=None):
     met = state == COMPLETE and goodput > 0
-    return TrialResult(n, state, baseline, ServeConfig(model="/m", max_num_seqs=seqs), slo_met=met,
-                       goodput_req_s=goodput if met else 0.0, best_rate=goodput if met else None)
+    return TrialResult(
+        n,
+        state,
+        baseline,
+        ServeConfig(model="/m", max_num_seqs=seqs),
+        slo_met=met,
+        goodput_req_s=goodput if met else 0.0,
+        best_rate=goodput if met else None,
+    )
 
 
 def test_rival_is_the_defaults_else_the_runner_up_else_none():
     assert rival_of(summarize([trial(0, 5.0, baseline=True), trial(1, 8.0, seqs=64)])).number == 0
     # the defaults won: the runner-up is the rival
-    assert rival_of(summarize([trial(0, 9.0, baseline=True), trial(1, 8.0, seqs=64),
-                               trial(2, 7.0, seqs=8)])).number == 1
+    assert (
+        rival_of(summarize([trial(0, 9.0, baseline=True), trial(1, 8.0, seqs=64), trial(2, 7.0, seqs=8)])).number == 1
+    )
     # the defaults failed to launch: re-running them proves nothing, so the runner-up
-    assert rival_of(summarize([trial(0, 0.0, baseline=True, state=FAIL), trial(1, 8.0, seqs=64),
-                               trial(2, 7.0, seqs=8)])).number == 2
+    assert (
+        rival_of(
+            summarize([trial(0, 0.0, baseline=True, state=FAIL), trial(1, 8.0, seqs=64), trial(2, 7.0, seqs=8)])
+        ).number
+        == 2
+    )
     assert rival_of(summarize([trial(0, 9.0, baseline=True)])) is None
     # the runner-up is another configuration, never a repeat of the best's own
-    assert rival_of(summarize([trial(0, 0.0, baseline=True, state=FAIL), trial(1, 8.0, seqs=64),
-                               trial(2, 7.9, seqs=64), trial(3, 7.0, seqs=8)])).number == 3
+    assert (
+        rival_of(
+            summarize(
+                [
+                    trial(0, 0.0, baseline=True, state=FAIL),
+                    trial(1, 8.0, seqs=64),
+                    trial(2, 7.9, seqs=64),
+                    trial(3, 7.0, seqs=8),
+                ]
+            )
+        ).number
+        == 3
+    )
     assert rival_of(summarize([trial(0, 0.0, baseline=True, state=FAIL)])) is None
 
 
@@ -97,9 +120,14 @@ def test_a_bug_in_one_parallel_measurement_is_raised_not_swallowed():
 
 
 def test_a_rival_that_never_holds_the_slo_gives_no_gain_figure():
-    c = confirm(trial(1, 4.0, seqs=8), trial(0, 3.0, baseline=True), 1,
-                lambda k, cfg, _d: TrialResult(k, COMPLETE, False, cfg, slo_met=cfg.max_num_seqs == 8,
-                                           goodput_req_s=4.0 if cfg.max_num_seqs == 8 else 0.0))
+    c = confirm(
+        trial(1, 4.0, seqs=8),
+        trial(0, 3.0, baseline=True),
+        1,
+        lambda k, cfg, _d: TrialResult(
+            k, COMPLETE, False, cfg, slo_met=cfg.max_num_seqs == 8, goodput_req_s=4.0 if cfg.max_num_seqs == 8 else 0.0
+        ),
+    )
     assert c.rival_goodput == (0.0,) and c.gain_on_means is None and "gain on the means n/a" in c.line()
     with pytest.raises(ValueError):
         confirm(trial(1, 4.0), trial(0, 3.0, baseline=True), 0, lambda k, cfg, _d: None)
@@ -130,8 +158,9 @@ def test_the_final_lines_say_when_the_gain_rests_on_single_measurements(tmp_path
     twice = summarize([trial(0, 9.2, baseline=True), trial(1, 30.8, seqs=128), trial(2, 28.0, seqs=128)])
     print_outcome(tmp_path, twice, "ttft_p95=2s")
     assert "note: that gain rests on a single measurement" in capsys.readouterr().out
-    both = summarize([trial(0, 9.2, baseline=True), trial(3, 9.0, baseline=True), trial(1, 30.8, seqs=128),
-                      trial(2, 28.0, seqs=128)])
+    both = summarize(
+        [trial(0, 9.2, baseline=True), trial(3, 9.0, baseline=True), trial(1, 30.8, seqs=128), trial(2, 28.0, seqs=128)]
+    )
     print_outcome(tmp_path, both, "ttft_p95=2s")
     assert "note: that gain" not in capsys.readouterr().out
 
@@ -158,8 +187,10 @@ def test_a_resumed_study_adds_confirmation_rounds_and_keeps_those_of_an_earlier_
     assert c is None and "confirmation" not in m and len(m["confirmations"]) == 3
     assert "the current best is not confirmed" in m["notes"][-1]
     # ... and the gain against the defaults' fresh measurements (mean 1.771) is stated beside the search's
-    assert "vLLM's defaults on fresh servers: 1.771 req/s (n=3); the best's 2.785 req/s is +57% over that" \
+    assert (
+        "vLLM's defaults on fresh servers: 1.771 req/s (n=3); the best's 2.785 req/s is +57% over that"
         in m["notes"][-1]
+    )
     # no --confirm run ever: best.json as before
     assert with_confirmations(meta, [], study) == (meta, None)
 
@@ -169,8 +200,11 @@ def test_the_study_keeps_the_gpu_of_each_confirmation_measurement():
     order (on the H200 the best ran on GPU 0 in three of four calls that alternated the option)."""
     from tuner.confirm import current_confirmation, stored_run
 
-    new = stored_run(Confirmation(4, 0, True, (2.739,), (1.757,), best_devices=("1",), rival_devices=("0",)),
-                     "0,1", "2026-11-30T16:47:29+00:00")
+    new = stored_run(
+        Confirmation(4, 0, True, (2.739,), (1.757,), best_devices=("1",), rival_devices=("0",)),
+        "0,1",
+        "2026-11-30T16:47:29+00:00",
+    )
     assert new["best_devices"] == ["1"] and new["rival_devices"] == ["0"]
     old = {k: v for k, v in new.items() if not k.endswith("_devices") or k == "devices"}  # stored before
     old.update(best_goodput_req_s=[2.565], rival_goodput_req_s=[1.752])

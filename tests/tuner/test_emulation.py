@@ -6,8 +6,17 @@ from tuner.objective import TrialContext, launched_config
 
 
 def ctx(actual=None):
-    return TrialContext(spec=None, gpu=GPUProfile.load("a30"), slos=(), workload=None, plan=None, python="py",
-                        log_dir=Path("."), vllm_version="0.26.0", actual_memory_bytes=actual)
+    return TrialContext(
+        spec=None,
+        gpu=GPUProfile.load("a30"),
+        slos=(),
+        workload=None,
+        plan=None,
+        python="py",
+        log_dir=Path("."),
+        vllm_version="0.26.0",
+        actual_memory_bytes=actual,
+    )
 
 
 def test_emulation_rescales_gmu_and_pins_the_emulated_gpus_batch_defaults():

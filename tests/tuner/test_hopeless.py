@@ -13,9 +13,18 @@ from tuner.objective import HOPELESS_FACTOR, TrialContext, hopeless_check, run_t
 
 
 def _ctx(best, gpu="h200", **kw) -> TrialContext:
-    return TrialContext(spec=None, gpu=GPUProfile.load(gpu), slos=(), workload=None,
-                        plan=MeasurePlan(probe_concurrency=128), python="py", log_dir=None,
-                        vllm_version="0.26.0", best_goodput=lambda: best, **kw)
+    return TrialContext(
+        spec=None,
+        gpu=GPUProfile.load(gpu),
+        slos=(),
+        workload=None,
+        plan=MeasurePlan(probe_concurrency=128),
+        python="py",
+        log_dir=None,
+        vllm_version="0.26.0",
+        best_goodput=lambda: best,
+        **kw,
+    )
 
 
 def test_the_rule() -> None:
@@ -52,13 +61,15 @@ def test_a_kv_bound_server_is_judged_by_what_fits() -> None:
 
 def _stand_in_server(monkeypatch) -> None:
     """run_trial's launch and budget replaced: what is under test is what it does with the measurement."""
-    server = SimpleNamespace(readback=None, startup_s=1.0, url="u", alive=lambda: True, stop=lambda: None,
-                             log_tail=lambda: "")
+    server = SimpleNamespace(
+        readback=None, startup_s=1.0, url="u", alive=lambda: True, stop=lambda: None, log_tail=lambda: ""
+    )
     monkeypatch.setattr(launch.server, "start_server", lambda *a, **k: server)
     monkeypatch.setattr(objective, "asdict", lambda _x: {})
     monkeypatch.setattr(objective, "spec_of", lambda _config, _ctx: None)
-    monkeypatch.setattr(objective, "estimate_budget",
-                        lambda *a, **k: SimpleNamespace(feasible=True, reasons=(), to_dict=lambda: {}))
+    monkeypatch.setattr(
+        objective, "estimate_budget", lambda *a, **k: SimpleNamespace(feasible=True, reasons=(), to_dict=lambda: {})
+    )
 
 
 def test_run_trial_stores_it_as_pruned_with_the_reason(monkeypatch, tmp_path) -> None:
@@ -88,20 +99,34 @@ def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_pat
     from tuner.trial_result import TrialResult
 
     model = write_model(tmp_path / "m", "llama-tiny", weights=False)
-    monkeypatch.setattr(inputs_mod, "probe_vllm", lambda python: VllmInfo.from_help_text(
-        "", python=python, version="0.32.0", platform="cpu"))
+    monkeypatch.setattr(
+        inputs_mod,
+        "probe_vllm",
+        lambda python: VllmInfo.from_help_text("", python=python, version="0.32.0", platform="cpu"),
+    )
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
-    inp = inputs_mod.load_inputs(resolve({}, {"model": str(model), "gpu": "cpu", "slo": "ttft_p95=2s",
-                                              "trials": 3, "out": str(tmp_path / "study")}))
+    inp = inputs_mod.load_inputs(
+        resolve(
+            {}, {"model": str(model), "gpu": "cpu", "slo": "ttft_p95=2s", "trials": 3, "out": str(tmp_path / "study")}
+        )
+    )
     seen, goodputs = [], {0: 10.0, 1: 14.0, 2: 3.0}
 
     def fake_run_trial(n, config, baseline, ctx, say, device=None):
         seen.append(ctx.best_goodput())
-        return TrialResult(number=n, state="COMPLETE", is_baseline=baseline, config=config, slo_met=True,
-                           goodput_req_s=goodputs[n], best_rate=goodputs[n])
+        return TrialResult(
+            number=n,
+            state="COMPLETE",
+            is_baseline=baseline,
+            config=config,
+            slo_met=True,
+            goodput_req_s=goodputs[n],
+            best_rate=goodputs[n],
+        )
 
     monkeypatch.setattr(pipeline, "run_trial", fake_run_trial)
     import launch.script  # no vLLM flags to check here: the launch script is not what this test is about
+
     monkeypatch.setattr(launch.script, "write_launch_script", lambda *a, **k: None)
     pipeline.tune(inp, versions={})
     assert seen == [None, 10.0, 14.0]
@@ -113,13 +138,30 @@ def test_a_level_with_failed_requests_says_what_the_server_answered(monkeypatch,
     _stand_in_server(monkeypatch)
 
     def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
-        on_level(Level("rate", 0.5, None, False, 0.3, 0.4, {"ttft_p95": None}, 3,
-                       failures={"http_400": 2, "abandoned": 1}, failure_example="http_400: prompt too long"))
+        on_level(
+            Level(
+                "rate",
+                0.5,
+                None,
+                False,
+                0.3,
+                0.4,
+                {"ttft_p95": None},
+                3,
+                failures={"http_400": 2, "abandoned": 1},
+                failure_example="http_400: prompt too long",
+            )
+        )
         return CapacityResult(1.0, None, None, None, ())
 
     monkeypatch.setattr(objective, "_measure", fake_measure)
     said = []
-    run_trial(1, ServeConfig(model="m", max_num_seqs=4), False, TrialContext(**{**_ctx(None).__dict__,
-                                                                                "log_dir": tmp_path}), said.append)
+    run_trial(
+        1,
+        ServeConfig(model="m", max_num_seqs=4),
+        False,
+        TrialContext(**{**_ctx(None).__dict__, "log_dir": tmp_path}),
+        said.append,
+    )
     line = next(m for m in said if m.startswith("rate 0.50/s"))
     assert line.endswith("; 2 request(s) failed (http_400: 2; first: http_400: prompt too long)"), line

@@ -127,10 +127,15 @@ def test_a_level_keeps_what_the_first_failed_request_was_told():
     from tuner.measure import _level
 
     said = "The decoder prompt (length 8193) is longer than the maximum model length of 8192."
-    recs = (RequestRecord(0, 0.0, 0.0, failure="abandoned"), RequestRecord(1, 0.0, 0.0),
-            RequestRecord(2, 0.0, 0.0, failure="http_400", detail=said), RequestRecord(3, 0.0, 0.0, failure="timeout"))
-    rep = FakeReport(None, 1.0, 0.5, requests_failed=3, failures={"http_400": 1, "timeout": 1, "abandoned": 1},
-                     records=recs)
+    recs = (
+        RequestRecord(0, 0.0, 0.0, failure="abandoned"),
+        RequestRecord(1, 0.0, 0.0),
+        RequestRecord(2, 0.0, 0.0, failure="http_400", detail=said),
+        RequestRecord(3, 0.0, 0.0, failure="timeout"),
+    )
+    rep = FakeReport(
+        None, 1.0, 0.5, requests_failed=3, failures={"http_400": 1, "timeout": 1, "abandoned": 1}, records=recs
+    )
     level = _level("rate", 1.0, None, rep)
     assert level.failure_example == "http_400: " + said
     assert level.to_dict()["failures"] == {"http_400": 1, "timeout": 1, "abandoned": 1}

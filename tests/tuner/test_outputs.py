@@ -7,20 +7,45 @@ from tuner.outputs import summarize, write_outputs
 from tuner.report_html import write_report
 from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
 
-CONTRACT = ["number", "state", "is_baseline", "gpu_memory_utilization", "max_model_len", "max_num_seqs",
-            "max_num_batched_tokens", "goodput_req_s", "ttft_p95_ms", "tpot_p95_ms", "slo_met", "fail_reason",
-            "kv_tokens_predicted", "kv_tokens_reported"]
+CONTRACT = [
+    "number",
+    "state",
+    "is_baseline",
+    "gpu_memory_utilization",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "goodput_req_s",
+    "ttft_p95_ms",
+    "tpot_p95_ms",
+    "slo_met",
+    "fail_reason",
+    "kv_tokens_predicted",
+    "kv_tokens_reported",
+]
 
 
 def result(n, state=COMPLETE, met=True, goodput=1.0, baseline=False, **cfg):
     rep = {"ttft_ms": {"p95": 100.0 * (n + 1)}, "tpot_ms": {"p95": 10.0}, "throughput_tok_s": 50.0}
-    levels = ({"kind": "rate", "rate": 1.0, "ttft_p95_ms": 90.0, "tpot_p95_ms": 9.0},
-              {"kind": "rate", "rate": 2.0, "ttft_p95_ms": 150.0, "tpot_p95_ms": 11.0})
-    return TrialResult(n, state, baseline, ServeConfig(model="/m", **cfg), slo_met=met and state == COMPLETE,
-                       goodput_req_s=goodput if met else 0.0, best_rate=goodput if met else None,
-                       report=rep if state == COMPLETE else None, levels=levels if state == COMPLETE else (),
-                       budget={"kv_tokens": 1000}, readback={"kv_cache_size_tokens": 1010},
-                       fail_reason=None if state == COMPLETE else "oom: CUDA out of memory", constraint=-0.1)
+    levels = (
+        {"kind": "rate", "rate": 1.0, "ttft_p95_ms": 90.0, "tpot_p95_ms": 9.0},
+        {"kind": "rate", "rate": 2.0, "ttft_p95_ms": 150.0, "tpot_p95_ms": 11.0},
+    )
+    return TrialResult(
+        n,
+        state,
+        baseline,
+        ServeConfig(model="/m", **cfg),
+        slo_met=met and state == COMPLETE,
+        goodput_req_s=goodput if met else 0.0,
+        best_rate=goodput if met else None,
+        report=rep if state == COMPLETE else None,
+        levels=levels if state == COMPLETE else (),
+        budget={"kv_tokens": 1000},
+        readback={"kv_cache_size_tokens": 1010},
+        fail_reason=None if state == COMPLETE else "oom: CUDA out of memory",
+        constraint=-0.1,
+    )
 
 
 def fake_script(path, best):
@@ -28,8 +53,12 @@ def fake_script(path, best):
 
 
 def test_files_and_contract_columns(tmp_path):
-    results = [result(0, goodput=2.0, baseline=True), result(1, goodput=3.0, max_num_seqs=64),
-               result(2, state=FAIL), result(3, state=PRUNED)]
+    results = [
+        result(0, goodput=2.0, baseline=True),
+        result(1, goodput=3.0, max_num_seqs=64),
+        result(2, state=FAIL),
+        result(3, state=PRUNED),
+    ]
     s = write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, fake_script, write_report)
     assert s.best.number == 1 and abs(s.gain_over_baseline - 0.5) < 1e-9
     frame = pd.read_csv(tmp_path / "trials.csv")
@@ -65,11 +94,16 @@ def test_trial_result_round_trips():
 
 def test_speculation_columns_come_from_the_servers_counters(tmp_path):
     spec = result(1, goodput=3.0, speculative_method="ngram", num_speculative_tokens=4)
-    spec = TrialResult(**{**spec.__dict__, "report": {**spec.report, "server": {
-        "spec_decode_drafts": 0}}})  # the ngram drafter found nothing to propose
+    spec = TrialResult(
+        **{**spec.__dict__, "report": {**spec.report, "server": {"spec_decode_drafts": 0}}}
+    )  # the ngram drafter found nothing to propose
     hit = result(2, goodput=2.5, speculative_method="ngram", num_speculative_tokens=2)
-    hit = TrialResult(**{**hit.__dict__, "report": {**hit.report, "server": {
-        "spec_decode_drafts": 40, "spec_decode_acceptance_rate": 0.625}}})
+    hit = TrialResult(
+        **{
+            **hit.__dict__,
+            "report": {**hit.report, "server": {"spec_decode_drafts": 40, "spec_decode_acceptance_rate": 0.625}},
+        }
+    )
     write_outputs(tmp_path, [result(0, baseline=True), spec, hit], {"slo": "ttft_p95=2s"}, fake_script, write_report)
     frame = pd.read_csv(tmp_path / "trials.csv")
     assert pd.isna(frame.loc[0, "spec_drafts"]) and pd.isna(frame.loc[0, "spec_acceptance_rate"])
@@ -80,8 +114,12 @@ def test_speculation_columns_come_from_the_servers_counters(tmp_path):
 def test_a_configuration_measured_twice_is_judged_on_its_mean(tmp_path):
     # trial 2's configuration was proposed again (trial 3) and measured far lower: its mean, 2.5, loses to
     # trial 1's 3.0, where the luckier single measurement (4.0) would have won
-    results = [result(0, goodput=2.0, baseline=True), result(1, goodput=3.0, max_num_seqs=64),
-               result(2, goodput=4.0, max_num_seqs=8), result(3, goodput=1.0, max_num_seqs=8)]
+    results = [
+        result(0, goodput=2.0, baseline=True),
+        result(1, goodput=3.0, max_num_seqs=64),
+        result(2, goodput=4.0, max_num_seqs=8),
+        result(3, goodput=1.0, max_num_seqs=8),
+    ]
     s = summarize(results)
     assert s.best.number == 1 and s.best_goodputs == (3.0,) and abs(s.gain_over_baseline - 0.5) < 1e-9
     assert [r.number for r in s.top] == [1, 3, 0]  # one trial per configuration: the one nearest its mean
@@ -89,8 +127,9 @@ def test_a_configuration_measured_twice_is_judged_on_its_mean(tmp_path):
     s = summarize(results[:2] + [result(2, goodput=3.6, max_num_seqs=8), result(3, met=False, max_num_seqs=8)])
     assert [r.number for r in s.top] == [1, 0, 2]  # 3.0, 2.0, then (3.6 + 0) / 2
     # the best's own repeats: the gain and the text use the mean
-    s = write_outputs(tmp_path, results[:2] + [result(2, goodput=3.4, max_num_seqs=64)], {"slo": "x"},
-                      fake_script, write_report)
+    s = write_outputs(
+        tmp_path, results[:2] + [result(2, goodput=3.4, max_num_seqs=64)], {"slo": "x"}, fake_script, write_report
+    )
     assert s.best.number == 2 and s.best_goodputs == (3.0, 3.4) and abs(s.gain_over_baseline - 0.6) < 1e-9
     assert s.best_goodput_text() == "3.200 req/s (mean of 2 measurements: 3.000, 3.400)"
     doc = json.loads((tmp_path / "best.json").read_text())

@@ -70,9 +70,18 @@ def stand_ins(monkeypatch, tmp_path, **ctx_fields) -> tuple[TrialContext, list[t
     monkeypatch.setattr(objective, "spec_of", lambda _config, _ctx: None)
     monkeypatch.setattr(objective, "hopeless_check", lambda *_a: None)
     monkeypatch.setattr(objective, "asdict", lambda _x: {})
-    ctx = TrialContext(spec=None, gpu=GPUProfile.load("h200"), slos=(), workload=None,
-                       plan=MeasurePlan(warmup_requests=0), python="python", log_dir=tmp_path,
-                       start_locks={"0": threading.Lock()}, measure_locks={"0": threading.Lock()}, **ctx_fields)
+    ctx = TrialContext(
+        spec=None,
+        gpu=GPUProfile.load("h200"),
+        slos=(),
+        workload=None,
+        plan=MeasurePlan(warmup_requests=0),
+        python="python",
+        log_dir=tmp_path,
+        start_locks={"0": threading.Lock()},
+        measure_locks={"0": threading.Lock()},
+        **ctx_fields,
+    )
     return ctx, events
 
 
@@ -104,7 +113,8 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
 
 
 def test_a_trial_whose_measurement_would_overrun_the_time_budget_is_given_up_with_its_server_stopped(
-        monkeypatch, tmp_path):
+    monkeypatch, tmp_path
+):
     now = [0.0]
     ctx, events = stand_ins(monkeypatch, tmp_path, time_budget=TimeBudget(600.0, clock=lambda: now[0]))
     measured: list[int] = []
@@ -137,6 +147,12 @@ def test_a_trial_keeps_the_wall_clock_times_of_its_phases(monkeypatch, tmp_path)
     ticks = iter(range(100, 200))
     ctx, _events = stand_ins(monkeypatch, tmp_path, wall_clock=lambda: float(next(ticks)), host="gpu-host")
     r = run_trial(1, ServeConfig(model="/m", max_num_seqs=8), False, ctx, device="0")
-    assert r.timeline == {"host": "gpu-host", "device": "0", "launched": 100.0, "ready": 101.0,
-                          "measured": [102.0, 103.0], "stopped": 104.0}
+    assert r.timeline == {
+        "host": "gpu-host",
+        "device": "0",
+        "launched": 100.0,
+        "ready": 101.0,
+        "measured": [102.0, 103.0],
+        "stopped": 104.0,
+    }
     assert r.to_dict()["timeline"] == r.timeline  # stored in the study with the result

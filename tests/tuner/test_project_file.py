@@ -14,13 +14,16 @@ def test_flags_override_file_override_defaults(tmp_path):
     assert (s.gpu, s.trials, s.workload, s.seed) == ("h200", 7, "code", 0)
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("model: ./m\ntrails: 3\n", "slotune.yaml:2: unknown key 'trails'"),
-    ("model: ./m\ntrials: many\n", "slotune.yaml:2: key 'trials' must be int"),
-    ("slo: ttft_p95=fast\n", "slotune.yaml:1: key 'slo': malformed SLO"),
-    ("- a\n- b\n", "must be a mapping"),
-    ("trials: 0\n", "must be positive"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("model: ./m\ntrails: 3\n", "slotune.yaml:2: unknown key 'trails'"),
+        ("model: ./m\ntrials: many\n", "slotune.yaml:2: key 'trials' must be int"),
+        ("slo: ttft_p95=fast\n", "slotune.yaml:1: key 'slo': malformed SLO"),
+        ("- a\n- b\n", "must be a mapping"),
+        ("trials: 0\n", "must be positive"),
+    ],
+)
 def test_bad_file_names_file_line_and_key(tmp_path, text, needle):
     f = tmp_path / "slotune.yaml"
     f.write_text(text)

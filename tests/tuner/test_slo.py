@@ -10,15 +10,18 @@ def test_parse_units_and_percentiles():
     assert parse_slos(format_slos(slos)) == slos
 
 
-@pytest.mark.parametrize("bad, needle", [
-    ("ttft_p95=fast", "malformed SLO 'ttft_p95=fast'"),
-    ("foo=1s", "unknown SLO metric 'foo'"),
-    ("foo_p95=1s", "unknown SLO metric 'foo'"),
-    ("ttft_p40=1s", "out of range"),
-    ("ttft_p95=2s,ttft_p95=1s", "given twice"),
-    ("ttft_p95=2h", "malformed"),
-    ("", "empty SLO"),
-])
+@pytest.mark.parametrize(
+    "bad, needle",
+    [
+        ("ttft_p95=fast", "malformed SLO 'ttft_p95=fast'"),
+        ("foo=1s", "unknown SLO metric 'foo'"),
+        ("foo_p95=1s", "unknown SLO metric 'foo'"),
+        ("ttft_p40=1s", "out of range"),
+        ("ttft_p95=2s,ttft_p95=1s", "given twice"),
+        ("ttft_p95=2h", "malformed"),
+        ("", "empty SLO"),
+    ],
+)
 def test_bad_slos_name_the_part(bad, needle):
     with pytest.raises(SLOError, match=needle.replace("(", r"\(")):
         parse_slos(bad)

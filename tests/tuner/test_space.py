@@ -45,11 +45,22 @@ def test_cpu_space_has_no_gpu_knobs():
     assert "gpu_memory_utilization" not in trial.params
 
 
-@pytest.mark.parametrize("flag, param", [("--kv-cache-dtype", "kv_cache_dtype"),
-                                         ("--enable-prefix-caching", "enable_prefix_caching")])
+@pytest.mark.parametrize(
+    "flag, param", [("--kv-cache-dtype", "kv_cache_dtype"), ("--enable-prefix-caching", "enable_prefix_caching")]
+)
 def test_knobs_the_installed_vllm_lacks_are_left_out(flag, param):
-    flags = frozenset({"--gpu-memory-utilization", "--max-model-len", "--max-num-seqs", "--kv-cache-dtype",
-                       "--enable-prefix-caching", "--enable-chunked-prefill", "--speculative-config"} - {flag})
+    flags = frozenset(
+        {
+            "--gpu-memory-utilization",
+            "--max-model-len",
+            "--max-num-seqs",
+            "--kv-cache-dtype",
+            "--enable-prefix-caching",
+            "--enable-chunked-prefill",
+            "--speculative-config",
+        }
+        - {flag}
+    )
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     trial = study.ask()
     suggest_config(trial, ctx(flags=flags))

@@ -37,8 +37,14 @@ def fake_run_one(trial, device):
 
     x = trial.suggest_int("max_num_seqs", 1, 64)
     state = PRUNED if x > 60 else COMPLETE
-    return TrialResult(trial.number, state, bool(trial.user_attrs.get("is_baseline")),
-                       ServeConfig(model="/m", max_num_seqs=x), slo_met=state == COMPLETE, goodput_req_s=float(x))
+    return TrialResult(
+        trial.number,
+        state,
+        bool(trial.user_attrs.get("is_baseline")),
+        ServeConfig(model="/m", max_num_seqs=x),
+        slo_met=state == COMPLETE,
+        goodput_req_s=float(x),
+    )
 
 
 def test_resume_runs_only_what_is_missing_and_never_rewrites(tmp_path):
@@ -137,8 +143,10 @@ def test_a_trial_given_up_over_the_time_budget_is_not_counted_and_no_new_trial_s
 
     def second_gives_up(trial, device):
         if trial.number == 1:
-            raise OverBudget("time budget: 10 s left, a measurement takes 200 s here",
-                             {"host": "h", "device": "0", "launched": 5.0, "ready": 9.0, "stopped": 12.0})
+            raise OverBudget(
+                "time budget: 10 s left, a measurement takes 200 s here",
+                {"host": "h", "device": "0", "launched": 5.0, "ready": 9.0, "stopped": 12.0},
+            )
         return fake_run_one(trial, device)
 
     assert run_study(study, 5, second_gives_up, lambda st: None) == 2  # trial 0 ran, trial 1 gave up, then none

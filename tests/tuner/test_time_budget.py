@@ -18,8 +18,10 @@ def test_gives_up_only_once_a_typical_measurement_no_longer_fits():
     now[0] = 400.0
     assert d.overrun() is None  # 200 s left, 200 s needed
     now[0] = 401.0
-    assert d.overrun() == ("time budget: 199 s left, a measurement takes 200 s here (median of 3); "
-                           "given up before measuring, resume to run it")
+    assert d.overrun() == (
+        "time budget: 199 s left, a measurement takes 200 s here (median of 3); "
+        "given up before measuring, resume to run it"
+    )
     now[0] = 700.0
     assert "0 s left" in d.overrun()
 

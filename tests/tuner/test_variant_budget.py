@@ -10,8 +10,16 @@ from tuner.synthetic import write_model
 
 
 def _ctx(spec: ModelSpec) -> TrialContext:
-    return TrialContext(spec=spec, gpu=GPUProfile.load("a30"), slos=(), workload=None, plan=None, python="py",
-                        log_dir=None, vllm_version="0.26.0")
+    return TrialContext(
+        spec=spec,
+        gpu=GPUProfile.load("a30"),
+        slos=(),
+        workload=None,
+        plan=None,
+        python="py",
+        log_dir=None,
+        vllm_version="0.26.0",
+    )
 
 
 def test_the_variant_trial_gets_the_variants_kv_budget(tmp_path):

@@ -15,8 +15,11 @@ GIB = 1 << 30
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="model directory (or its config.json)")
-    p.add_argument("--gpu", required=True, help="GPU profile: a built-in name (h200, a30, cpu, …), a YAML "
-                   "path, or 'auto' for the local GPU")
+    p.add_argument(
+        "--gpu",
+        required=True,
+        help="GPU profile: a built-in name (h200, a30, cpu, …), a YAML path, or 'auto' for the local GPU",
+    )
     p.add_argument("--gpu-memory-utilization", type=float, help="default: vLLM's (0.92)")
     p.add_argument("--max-model-len", type=int, help="default: the model's max_position_embeddings")
     p.add_argument("--max-num-seqs", type=int, help="default: vLLM's for this device")
@@ -30,10 +33,15 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     spec = ModelSpec.from_dir(args.model)
     gpu = GPUProfile.load(args.gpu)
-    config = ServeConfig(model=str(args.model), gpu_memory_utilization=args.gpu_memory_utilization,
-                         max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
-                         max_num_batched_tokens=args.max_num_batched_tokens,
-                         kv_cache_dtype=args.kv_cache_dtype, tensor_parallel_size=args.tensor_parallel_size)
+    config = ServeConfig(
+        model=str(args.model),
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        kv_cache_dtype=args.kv_cache_dtype,
+        tensor_parallel_size=args.tensor_parallel_size,
+    )
     budget = estimate_budget(spec, gpu, config, vllm_version=args.vllm_version)
     print(json.dumps(budget.to_dict(), indent=1) if args.json else render(spec, budget))
     return 0
@@ -51,12 +59,14 @@ def render(spec: ModelSpec, b: KVBudget) -> str:
         f"  weights      {b.weight_bytes / GIB:8.2f} GiB",
         f"  activation   {b.activation_bytes / GIB:8.2f} GiB   non-torch {b.non_torch_bytes / GIB:.2f} GiB   "
         f"CUDA graphs {b.cudagraph_bytes / GIB:.2f} GiB"
-        + (f" ({b.cudagraph_subtracted_bytes / GIB:.2f} GiB estimated, taken off the KV cache)"
-           if b.cudagraph_subtracted_bytes else ""),
+        + (
+            f" ({b.cudagraph_subtracted_bytes / GIB:.2f} GiB estimated, taken off the KV cache)"
+            if b.cudagraph_subtracted_bytes
+            else ""
+        ),
         f"  KV cache     {b.kv_cache_bytes / GIB:8.2f} GiB   ({b.kv_bytes_per_token:,} B/token, "
         f"{b.num_blocks:,} blocks of {b.block_size})",
-        f"  KV tokens    {b.kv_tokens:,}   max concurrency at {b.max_model_len:,} tokens: "
-        f"{b.max_concurrency:.2f}x",
+        f"  KV tokens    {b.kv_tokens:,}   max concurrency at {b.max_model_len:,} tokens: {b.max_concurrency:.2f}x",
         f"  largest max_model_len that fits: {b.max_model_len_fit:,}",
         f"  basis        {b.basis}",
     ]

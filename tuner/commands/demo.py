@@ -28,9 +28,19 @@ def run(args: argparse.Namespace) -> int:
     if not (model / "config.json").is_file():
         print(f"writing a tiny random-weight Llama to {model}", flush=True)
         write_model(model, "llama-tiny")
-    settings = resolve({}, {"model": str(model), "gpu": "cpu", "slo": args.slo, "workload": "chat",
-                            "trials": args.trials, "out": str(out / "study"), "vllm_python": args.vllm_python,
-                            "resume": args.resume or None})
+    settings = resolve(
+        {},
+        {
+            "model": str(model),
+            "gpu": "cpu",
+            "slo": args.slo,
+            "workload": "chat",
+            "trials": args.trials,
+            "out": str(out / "study"),
+            "vllm_python": args.vllm_python,
+            "resume": args.resume or None,
+        },
+    )
     outcome = tune(load_inputs(settings))
     print_outcome(outcome.out, outcome.summary, settings.slo)
     return outcome.exit_code

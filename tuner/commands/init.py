@@ -28,8 +28,7 @@ def run(args: argparse.Namespace) -> int:
     check_model_dir(args.model)
     GPUProfile.load(args.gpu)
     model = str(Path(args.model).resolve())
-    path.write_text(render_project_file({"model": model, "gpu": args.gpu, "slo": args.slo,
-                                         "workload": args.workload}))
+    path.write_text(render_project_file({"model": model, "gpu": args.gpu, "slo": args.slo, "workload": args.workload}))
     read_project_file(path)  # the file we wrote must pass our own reader
     print(f"wrote {path}; run `tune` in {path.parent.resolve()} (flags override the file)")
     return 0

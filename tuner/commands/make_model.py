@@ -11,11 +11,13 @@ from tuner.synthetic import SHAPES, write_model
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="directory to write")
     p.add_argument("--shape", default="llama-tiny", help=f"one of: {', '.join(SHAPES)}")
-    p.add_argument("--no-weights", action="store_true",
-                   help="config + tokenizer only (serve with --load-format dummy)")
-    p.add_argument("--w4a16", action="store_true",
-                   help="with --no-weights: the config of the model's 4-bit variant (compressed-tensors W4A16, "
-                        "group 128, lm_head 16-bit, as `tune quantize` writes), for --quantized-model")
+    p.add_argument("--no-weights", action="store_true", help="config + tokenizer only (serve with --load-format dummy)")
+    p.add_argument(
+        "--w4a16",
+        action="store_true",
+        help="with --no-weights: the config of the model's 4-bit variant (compressed-tensors W4A16, "
+        "group 128, lm_head 16-bit, as `tune quantize` writes), for --quantized-model",
+    )
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -23,8 +25,10 @@ def run(args: argparse.Namespace) -> int:
     if args.shape not in SHAPES:
         raise UsageError(f"unknown --shape {args.shape!r}; choose one of: {', '.join(SHAPES)}")
     if args.w4a16 and not args.no_weights:
-        raise UsageError("--w4a16 writes a config-only model: add --no-weights (serve it with --load-format dummy); "
-                         "to quantize real weights use `tune quantize`")
+        raise UsageError(
+            "--w4a16 writes a config-only model: add --no-weights (serve it with --load-format dummy); "
+            "to quantize real weights use `tune quantize`"
+        )
     path = write_model(args.out, args.shape, weights=not args.no_weights, seed=args.seed, w4a16=args.w4a16)
     print(path)
     return 0

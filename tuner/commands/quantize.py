@@ -17,31 +17,50 @@ def configure(p: argparse.ArgumentParser) -> None:
         "in the compressed-tensors format vLLM loads, then gate it against the 16-bit model on held-out "
         "text (perplexity/NLL delta, KL, top-1 agreement, per-layer output cosine; layers under 0.99 are "
         "restored to 16-bit and the model re-quantized). Runs under its own interpreter "
-        "(scripts/install-quantize.sh). A failing gate exits 1 unless --no-gate.")
+        "(scripts/install-quantize.sh). A failing gate exits 1 unless --no-gate."
+    )
     p.add_argument("--model", required=True, help="16-bit model directory (config.json + weights)")
     p.add_argument("--out", required=True, help="output directory (new, or a previous tune quantize output)")
     p.add_argument("--scheme", default="w4a16", help="quantization scheme (supported: w4a16)")
     p.add_argument("--group-size", type=int, default=128, help="weights per quantization group (default 128)")
-    p.add_argument("--calib", metavar="FILE",
-                   help="calibration JSONL: one object per line with 'text' or 'messages' (default: built-in "
-                        "text; a slice of FILE also joins the gate's held-out text)")
+    p.add_argument(
+        "--calib",
+        metavar="FILE",
+        help="calibration JSONL: one object per line with 'text' or 'messages' (default: built-in "
+        "text; a slice of FILE also joins the gate's held-out text)",
+    )
     p.add_argument("--samples", type=int, default=128, help="calibration samples (default 128)")
-    p.add_argument("--backend", choices=("llmcompressor", "autoawq"), default="llmcompressor",
-                   help="llmcompressor (default: AWQ saved as compressed-tensors) or autoawq (AWQ GEMM "
-                        "format; AutoAWQ is DEPRECATED upstream and unmaintained: dense models only, needs "
-                        "its own interpreter from 'scripts/install-quantize.sh --autoawq')")
-    p.add_argument("--quantize-python", metavar="PY",
-                   help="interpreter with the backend's library (default: $SLOTUNE_QUANTIZE_PYTHON, else "
-                        ".venv-quant/bin/python in the repo or the current directory; for autoawq "
-                        "$SLOTUNE_AUTOAWQ_PYTHON, else .venv-awq/bin/python)")
-    p.add_argument("--cache-dir", metavar="DIR", help="also keep finished quantizations here, keyed by "
-                   "model contents + recipe + calibration data, and reuse them")
-    p.add_argument("--restore-below", type=float, default=0.99,
-                   help="restore layers whose output cosine is under this to 16-bit "
-                        "(default 0.99; 0 = never)")
+    p.add_argument(
+        "--backend",
+        choices=("llmcompressor", "autoawq"),
+        default="llmcompressor",
+        help="llmcompressor (default: AWQ saved as compressed-tensors) or autoawq (AWQ GEMM "
+        "format; AutoAWQ is DEPRECATED upstream and unmaintained: dense models only, needs "
+        "its own interpreter from 'scripts/install-quantize.sh --autoawq')",
+    )
+    p.add_argument(
+        "--quantize-python",
+        metavar="PY",
+        help="interpreter with the backend's library (default: $SLOTUNE_QUANTIZE_PYTHON, else "
+        ".venv-quant/bin/python in the repo or the current directory; for autoawq "
+        "$SLOTUNE_AUTOAWQ_PYTHON, else .venv-awq/bin/python)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="also keep finished quantizations here, keyed by "
+        "model contents + recipe + calibration data, and reuse them",
+    )
+    p.add_argument(
+        "--restore-below",
+        type=float,
+        default=0.99,
+        help="restore layers whose output cosine is under this to 16-bit (default 0.99; 0 = never)",
+    )
     for name, default in _DEFAULTS.items():
-        p.add_argument(f"--{name.replace('_', '-')}", type=float, default=default,
-                       help=f"gate threshold (default {default})")
+        p.add_argument(
+            f"--{name.replace('_', '-')}", type=float, default=default, help=f"gate threshold (default {default})"
+        )
     p.add_argument("--no-gate", action="store_true", help="accept the result even when the gate fails")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
@@ -53,17 +72,30 @@ def run(args: argparse.Namespace) -> int:
     python = args.quantize_python or default_python(args.backend)
     if python is None:
         if args.backend == "autoawq":
-            raise UsageError("no AutoAWQ interpreter: run 'bash scripts/install-quantize.sh --autoawq' "
-                             "(creates .venv-awq) or pass --quantize-python / set SLOTUNE_AUTOAWQ_PYTHON")
-        raise UsageError("no quantization interpreter: run 'bash scripts/install-quantize.sh' (creates "
-                         ".venv-quant) or pass --quantize-python / set SLOTUNE_QUANTIZE_PYTHON")
+            raise UsageError(
+                "no AutoAWQ interpreter: run 'bash scripts/install-quantize.sh --autoawq' "
+                "(creates .venv-awq) or pass --quantize-python / set SLOTUNE_AUTOAWQ_PYTHON"
+            )
+        raise UsageError(
+            "no quantization interpreter: run 'bash scripts/install-quantize.sh' (creates "
+            ".venv-quant) or pass --quantize-python / set SLOTUNE_QUANTIZE_PYTHON"
+        )
     recipe = QuantizeRecipe(scheme=args.scheme, group_size=args.group_size, restore_below=args.restore_below)
     thresholds = GateThresholds(**{k: getattr(args, k) for k in _DEFAULTS})
     try:
-        result = quantize(args.model, args.out, python=python, recipe=recipe, calib=args.calib,
-                          samples=args.samples, backend=args.backend, cache_dir=args.cache_dir,
-                          gate=not args.no_gate, thresholds=thresholds,
-                          on_progress=lambda m: print(f"quantize: {m}", file=sys.stderr, flush=True))
+        result = quantize(
+            args.model,
+            args.out,
+            python=python,
+            recipe=recipe,
+            calib=args.calib,
+            samples=args.samples,
+            backend=args.backend,
+            cache_dir=args.cache_dir,
+            gate=not args.no_gate,
+            thresholds=thresholds,
+            on_progress=lambda m: print(f"quantize: {m}", file=sys.stderr, flush=True),
+        )
     except QualityGateError as exc:
         if args.json:
             print(json.dumps(exc.result.to_dict(), indent=1))

@@ -14,9 +14,12 @@ from pathlib import Path
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--study", help="study folder with best.json (default: the out folder of ./slotune.yaml)")
     p.add_argument("--trials", type=int, help="trials for a re-tune (default: the study's)")
-    p.add_argument("--tolerance", type=float, default=0.1,
-                   help="allowed capacity drop: the SLO must hold at (1 - tolerance) x the tuned rate "
-                        "(default 0.1 = 10%%)")
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.1,
+        help="allowed capacity drop: the SLO must hold at (1 - tolerance) x the tuned rate (default 0.1 = 10%%)",
+    )
     p.add_argument("--vllm-python", help="interpreter whose vLLM is launched (default: the study's)")
     p.add_argument("--config", help="project file (default ./slotune.yaml)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -41,15 +44,20 @@ def run(args: argparse.Namespace) -> int:
     def say(msg: str) -> None:
         print(f"[retune] {msg}", file=sys.stderr, flush=True)
 
-    result = retune(_study_dir(args), trials=args.trials, tolerance=args.tolerance,
-                    vllm_python=args.vllm_python, progress=say)
+    result = retune(
+        _study_dir(args), trials=args.trials, tolerance=args.tolerance, vllm_python=args.vllm_python, progress=say
+    )
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     else:
         what = "model changed" if result["model_changed"] else "model unchanged"
-        stack = ("versions changed: " + ", ".join(result["changes"])) if result["versions_changed"] \
+        stack = (
+            ("versions changed: " + ", ".join(result["changes"]))
+            if result["versions_changed"]
             else "versions unchanged"
+        )
         verdict = "REGRESSION" if result["regression"] else "OK"
-        print(f"{verdict}: {what}, {stack}; action: {result['action']}; launch.sh updated: "
-              f"{result['launch_sh_updated']}")
+        print(
+            f"{verdict}: {what}, {stack}; action: {result['action']}; launch.sh updated: {result['launch_sh_updated']}"
+        )
     return 1 if result["regression"] else 0

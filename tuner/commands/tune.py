@@ -15,8 +15,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         if f.type is bool:
             p.add_argument(flag, dest=name, action="store_true", default=None, help=f.help)
             continue
-        p.add_argument(flag, dest=name, type=f.type, default=None,
-                       help=f.help + (f" (default: {f.default})" if f.default is not None else ""))
+        p.add_argument(
+            flag,
+            dest=name,
+            type=f.type,
+            default=None,
+            help=f.help + (f" (default: {f.default})" if f.default is not None else ""),
+        )
     p.add_argument("--resume", action="store_true", default=None, help="continue the study in --out/--storage")
     p.add_argument("--config", help="project file (default: ./slotune.yaml when present)")
 
@@ -33,27 +38,38 @@ def settings_from_args(args: argparse.Namespace) -> TuneSettings:
 
 def print_outcome(out: Path, summary: Any, slo: str, confirmation: Any = None) -> None:
     if summary.best is None:
-        print(f"No configuration met {slo} at any tested load; closest configs in {out / 'report.html'}; "
-              "no launch.sh written.")
+        print(
+            f"No configuration met {slo} at any tested load; closest configs in {out / 'report.html'}; "
+            "no launch.sh written."
+        )
         return
     b = summary.best
     if b.is_baseline:
-        print(f"Best: vLLM's own defaults (trial {b.number}), goodput {summary.best_goodput_text()} at "
-              f"{b.best_rate:.3f} req/s; no tried configuration beat them")
+        print(
+            f"Best: vLLM's own defaults (trial {b.number}), goodput {summary.best_goodput_text()} at "
+            f"{b.best_rate:.3f} req/s; no tried configuration beat them"
+        )
     else:
         g = summary.gain_over_baseline
         gain = "" if g is None else f" ({g * 100:+.0f}% vs vLLM defaults)"
         print(f"Best: trial {b.number}, goodput {summary.best_goodput_text()} at {b.best_rate:.3f} req/s{gain}")
-        if g is not None and confirmation is None and min(len(summary.best_goodputs),
-                                                          len(summary.baseline_goodputs)) == 1:
-            print("note: that gain rests on a single measurement of the best or of the defaults, and single "
-                  "measurements of one configuration can differ by 20 % or more (README, 'Search quality'); "
-                  "--confirm 2 re-measures both on fresh servers")
+        if (
+            g is not None
+            and confirmation is None
+            and min(len(summary.best_goodputs), len(summary.baseline_goodputs)) == 1
+        ):
+            print(
+                "note: that gain rests on a single measurement of the best or of the defaults, and single "
+                "measurements of one configuration can differ by 20 % or more (README, 'Search quality'); "
+                "--confirm 2 re-measures both on fresh servers"
+            )
     if confirmation is not None:
         print(confirmation.line())
         if confirmation.gain_on_means is None or confirmation.gain_on_means <= 0:
-            print(f"warning: on fresh servers the best did not beat {confirmation.rival_name}: the search's margin "
-                  "is within measurement noise here (more --confirm rounds or longer --level-seconds tell more)")
+            print(
+                f"warning: on fresh servers the best did not beat {confirmation.rival_name}: the search's margin "
+                "is within measurement noise here (more --confirm rounds or longer --level-seconds tell more)"
+            )
     print(f"launch script: {out / 'launch.sh'}")
     print(f"report:        {out / 'report.html'}")
     print(f"study:         {out} (trials.csv, best.json)")
