@@ -48,6 +48,11 @@ FIELDS: dict[str, Field] = {
     "load_format": Field(str, "vLLM --load-format, e.g. 'dummy' for random weights generated on the device"),
     "seed": Field(int, "seed for the sampler and the load generator", 0),
     "level_seconds": Field(float, "seconds of load per measured rate level (default by profile: cpu 8, GPU 20)"),
+    "soak_seconds": Field(
+        float,
+        "seconds the winner (and vLLM's defaults) are held at their stated rate on a fresh server to certify "
+        "it (default by profile: cpu 120, GPU 180; 0: no certification, the rates stay the search's estimates)",
+    ),
     "output_tokens": Field(int, "fix every request's output length (max_tokens + ignore_eos)"),
     "startup_timeout": Field(float, "seconds to wait for a vLLM server to become healthy", 900.0),
     "time_budget": Field(
@@ -91,6 +96,7 @@ class TuneSettings:
     load_format: str | None = None
     seed: int = 0
     level_seconds: float | None = None
+    soak_seconds: float | None = None
     output_tokens: int | None = None
     startup_timeout: float = 900.0
     time_budget: float | None = None

@@ -42,5 +42,5 @@ def run(args: argparse.Namespace) -> int:
         },
     )
     outcome = tune(load_inputs(settings))
-    print_outcome(outcome.out, outcome.summary, settings.slo)
+    print_outcome(outcome.out, outcome.summary, settings.slo, outcome.confirmation, outcome.headline)
     return outcome.exit_code
