@@ -34,15 +34,18 @@ def stored(study: AttrStore) -> dict[int, Certification]:
     return out
 
 
-def to_certify(summary: Summary) -> list[TrialResult]:
-    """The best, and vLLM's defaults when they met the SLO and are not the best."""
+WHOM = ("all", "best", "baseline")
+
+
+def to_certify(summary: Summary, whom: str = "all") -> list[TrialResult]:
+    """The best, and vLLM's defaults when they met the SLO and are not the best (``whom``: WHOM)."""
     best, base = summary.best, summary.baseline
     if best is None:
         return []
-    out = [best]
-    if base is not None and base.number != best.number and base.slo_met and base.best_rate:
+    out = [best] if whom in ("all", "best") else []
+    if whom in ("all", "baseline") and base is not None and base.number != best.number and base.slo_met:
         out.append(base)
-    return out
+    return [t for t in out if t.best_rate]
 
 
 def floor_rate(trial: TrialResult) -> float:
@@ -60,10 +63,11 @@ def certify_study(
     summary: Summary,
     soak_s: float,
     run: Callable[[TrialResult], Certification],
+    whom: str = "all",
 ) -> dict[int, Certification]:
     """Certify what needs it (reusing stored certifications of the same soak length) and store the new ones."""
     have = stored(study)
-    for trial in to_certify(summary):
+    for trial in to_certify(summary, whom):
         old = have.get(trial.number)
         if old is not None and old.soak_s == soak_s:
             continue

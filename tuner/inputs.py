@@ -5,6 +5,7 @@ Bad input raises a UsageError-family exception naming the value and the valid ch
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 from launch.vllm_info import VllmInfo, probe_vllm
 from loadtest.slo import SLO, parse_slos
 from loadtest.workload import Workload, load_workload
+from tuner.certified import WHOM
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.measure import MeasurePlan
@@ -74,7 +76,13 @@ def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
         )
     if settings.level_seconds:
         plan = replace(plan, level_duration_s=settings.level_seconds)
+    if settings.certify not in WHOM:
+        raise UsageError(f"--certify {settings.certify!r}: use one of {', '.join(WHOM)}")
     if settings.soak_seconds is not None:
+        if not (math.isfinite(settings.soak_seconds) and settings.soak_seconds >= 0):
+            raise UsageError(
+                f"--soak-seconds {settings.soak_seconds}: give seconds >= 0 (e.g. 180; 0 turns certification off)"
+            )
         plan = replace(plan, soak_s=settings.soak_seconds)
     return plan
 

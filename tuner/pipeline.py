@@ -251,7 +251,7 @@ def tune(
             say(cert.line())
             return cert
 
-        certify_study(study, summary, tctx.plan.soak_s, certify_one)
+        certify_study(study, summary, tctx.plan.soak_s, certify_one, s.certify)
         summary = write_all(study)
     confirmation = current_confirmation(stored_runs(study), summary)
     head = headline(summary, stored_certifications(study), confirmation)

@@ -53,6 +53,12 @@ FIELDS: dict[str, Field] = {
         "seconds the winner (and vLLM's defaults) are held at their stated rate on a fresh server to certify "
         "it (default by profile: cpu 120, GPU 180; 0: no certification, the rates stay the search's estimates)",
     ),
+    "certify": Field(
+        str,
+        "whom the certifying soaks hold to their stated rate: 'all' (the best and vLLM's defaults, for a "
+        "like-for-like gain), 'best', or 'baseline' (e.g. one per call where a machine is lent briefly)",
+        "all",
+    ),
     "output_tokens": Field(int, "fix every request's output length (max_tokens + ignore_eos)"),
     "startup_timeout": Field(float, "seconds to wait for a vLLM server to become healthy", 900.0),
     "time_budget": Field(
@@ -97,6 +103,7 @@ class TuneSettings:
     seed: int = 0
     level_seconds: float | None = None
     soak_seconds: float | None = None
+    certify: str = "all"
     output_tokens: int | None = None
     startup_timeout: float = 900.0
     time_budget: float | None = None
