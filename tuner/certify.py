@@ -4,7 +4,9 @@ The capacity search brackets the edge with levels that last several request life
 short, and the best of many short levels is biased upwards. A certified rate is one a fresh server held
 for ``soak_s`` (default 2 min on the CPU, 3 on a GPU) with every SLO met over the whole soak and over its
 last half, and no growing queue (loadtest.steady). Where a soak misses, the rate steps down by ``STEP``
-and the same server soaks again, down to the lowest rate the search saw hold.
+and the same server soaks again, down to the lowest rate the search saw hold — or, when the server completed
+fewer requests per second than that, to STEP below what it completed (a search estimate twice too high then
+costs one soak, not seven).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Soak:
     reasons: tuple[str, ...]
     goodput_req_s: float
     throughput_tok_s: float
+    throughput_req_s: float  # requests completed per second over the soak: what the server sustained
     slo_values: dict[str, float | None]
     intervals: dict[str, Interval]  # per SLO: a bootstrap interval of its percentile
     report: dict[str, Any]
@@ -57,6 +60,7 @@ class Soak:
             "reasons": list(self.reasons),
             "goodput_req_s": self.goodput_req_s,
             "throughput_tok_s": self.throughput_tok_s,
+            "throughput_req_s": self.throughput_req_s,
             "slo_values": dict(self.slo_values),
             "intervals": {k: iv.to_dict() for k, iv in self.intervals.items()},
             "metrics": self.report,
@@ -72,6 +76,7 @@ class Soak:
             tuple(d["reasons"]),
             d["goodput_req_s"],
             d["throughput_tok_s"],
+            d.get("throughput_req_s", 0.0),
             dict(d["slo_values"]),
             intervals,
             d.get("metrics") or {},
@@ -142,6 +147,7 @@ def soak_of(rate: float, rep: LoadReport, slos: tuple[SLO, ...]) -> Soak:
         tuple(reasons),
         rep.goodput_req_s,
         rep.throughput_tok_s,
+        rep.throughput_req_s,
         dict(rep.slo_values),
         intervals,
         rep.to_dict(),
@@ -168,20 +174,21 @@ def certify(
     soaks: list[Soak] = []
     try:
         with serve() as server:
-            for rate in steps(estimate, floor):
+            rate: float | None = estimate
+            while rate is not None:
                 progress(f"certifying trial {trial}: soak at {rate:.3f} req/s for {soak_s:.0f} s")
                 soaks.append(run_soak(server.url, rate))
                 progress(soaks[-1].line())
-                if soaks[-1].holds:
-                    break
+                rate = None if soaks[-1].holds else next_rate(soaks, floor)
     except LaunchFailure as exc:
         return Certification(trial, estimate, soak_s, tuple(soaks), fail_reason=f"{exc.reason}: {exc.detail}")
     return Certification(trial, estimate, soak_s, tuple(soaks))
 
 
-def steps(estimate: float, floor: float) -> list[float]:
-    """The soak rates: the estimate, then STEP below each, down to the floor (always at least one)."""
-    rates = [estimate]
-    while len(rates) < MAX_SOAKS and rates[-1] * STEP >= floor:
-        rates.append(rates[-1] * STEP)
-    return rates
+def next_rate(soaks: list[Soak], floor: float) -> float | None:
+    """After a missed soak: STEP below its rate, or below what the server sustained when that is lower;
+    None at MAX_SOAKS or under the floor."""
+    last = soaks[-1]
+    sustained = last.throughput_req_s if last.throughput_req_s > 0 else last.rate
+    rate = STEP * min(last.rate, sustained)
+    return rate if len(soaks) < MAX_SOAKS and rate >= floor else None

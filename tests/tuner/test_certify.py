@@ -14,7 +14,7 @@ import pytest
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
 from tuner.certified import certify_study, floor_rate, stored, to_certify
-from tuner.certify import STEP, Certification, Soak, certify, steps
+from tuner.certify import MAX_SOAKS, STEP, Certification, Soak, certify
 from tuner.confirm import Confirmation
 from tuner.headline import CERTIFIED, CONFIRMED, SEARCH, headline
 from tuner.outputs import summarize, write_outputs
@@ -22,9 +22,9 @@ from tuner.report_html import write_report
 from tuner.trial_result import TrialResult
 
 
-def soak(rate: float, holds: bool) -> Soak:
+def soak(rate: float, holds: bool, sustained: float | None = None) -> Soak:
     return Soak(rate, 30.0, holds, () if holds else ("last half missed ttft_p95 2,400 ms",), rate, 10 * rate,
-                {"ttft_p95": 900.0 if holds else 2400.0}, {}, {})  # fmt: skip
+                rate if sustained is None else sustained, {"ttft_p95": 900.0 if holds else 2400.0}, {}, {})  # fmt: skip
 
 
 @dataclass
@@ -74,9 +74,23 @@ def test_a_launch_failure_is_a_failed_certification_not_an_exception():
     assert cert.certified_rate is None and cert.fail_reason.startswith("oom")
 
 
-def test_steps_always_soak_the_estimate_at_least():
-    assert steps(4.0, 5.0) == [4.0]
-    assert len(steps(100.0, 0.0)) == 5 and steps(100.0, 0.0)[1] == pytest.approx(100 * STEP)
+def test_an_estimate_far_too_high_steps_down_to_what_the_server_sustained():
+    # as on the H200: a search estimate of 103 req/s for a server that completes ~52 at that load
+    tried = []
+
+    def run_soak(url, rate):
+        tried.append(rate)
+        return soak(rate, holds=rate <= 50.0, sustained=min(rate, 52.0))
+
+    cert = certify(3, 103.0, 10.0, 120.0, serving(FakeServer()), run_soak)
+    assert tried == pytest.approx([103.0, 52.0 * STEP]) and cert.certified_rate == pytest.approx(46.8)
+
+
+def test_the_estimate_is_always_soaked_and_soaks_are_bounded():
+    once = certify(1, 4.0, 5.0, 30.0, serving(FakeServer()), lambda url, rate: soak(rate, False))
+    assert [s.rate for s in once.soaks] == [4.0]  # under the floor after one step: no second soak
+    many = certify(1, 100.0, 0.0, 30.0, serving(FakeServer()), lambda url, rate: soak(rate, False))
+    assert len(many.soaks) == MAX_SOAKS and many.soaks[1].rate == pytest.approx(100 * STEP)
 
 
 def trial(n: int, rate: float | None, baseline: bool = False, seqs: int | None = None) -> TrialResult:
