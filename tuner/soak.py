@@ -4,6 +4,7 @@ soak level (a fixed rate held for ``MeasurePlan.soak_s``) against it."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable, Iterator
 
 from launch.config import ServeConfig
@@ -37,8 +38,9 @@ def fresh_server(
         yield server
 
 
-def run_soak(url: str, config: ServeConfig, ctx: TrialContext, rate: float, seconds: float) -> Soak:
-    """Hold ``rate`` for ``seconds`` (Poisson arrivals); abandoned once an SLO is certainly lost."""
+def run_soak(url: str, config: ServeConfig, ctx: TrialContext, rate: float, seconds: float, attempt: int = 0) -> Soak:
+    """Hold ``rate`` for ``seconds`` (Poisson arrivals); abandoned once an SLO is certainly lost. Each
+    ``attempt`` on one server draws other prompts (a repeat would be served from the prefix cache)."""
     spec = LoadSpec(
         url=url,
         model=config.name,
@@ -46,7 +48,7 @@ def run_soak(url: str, config: ServeConfig, ctx: TrialContext, rate: float, seco
         slos=ctx.slos,
         tokenizer=ctx.tokenizer,
         output_tokens=ctx.output_tokens,
-        seed=ctx.plan.seed + SOAK_SEED,
+        seed=ctx.plan.seed + SOAK_SEED * (attempt + 1),
         rate=rate,
         requests=max(MIN_LEVEL_FLOOR, round(rate * seconds)),
         abandon_when_lost=True,
@@ -65,12 +67,13 @@ def certify_config(
 ) -> Certification:
     """Certify ``config`` on a fresh server from the search's ``estimate`` down (tuner.certify)."""
     seconds = ctx.plan.soak_s
+    attempts = itertools.count()
     return certify(
         trial,
         estimate,
         floor,
         seconds,
         lambda: fresh_server(config, ctx, f"certify-{trial:03d}", progress, device),
-        lambda url, rate: run_soak(url, config, ctx, rate, seconds),
+        lambda url, rate: run_soak(url, config, ctx, rate, seconds, next(attempts)),
         progress,
     )

@@ -167,3 +167,10 @@ def test_every_file_states_the_same_headline(tmp_path):
     csv = (tmp_path / "trials.csv").read_text().splitlines()
     col = csv[0].split(",").index("certified_rate_req_s")
     assert [float(line.split(",")[col]) for line in csv[1:]] == [3.0, 9.0]
+
+
+def test_every_level_and_soak_draws_its_own_prompts():
+    from tuner.objective import level_seed
+
+    seeds = {level_seed(0, trial, level) for trial in range(20) for level in range(12)}
+    assert len(seeds) == 20 * 12
