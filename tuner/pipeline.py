@@ -30,7 +30,7 @@ from tuner.confirm import (
 from tuner.headline import CONFIRMED, Headline, headline
 from tuner.inputs import Inputs, measure_plan
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
-from tuner.outputs import Summary, summarize, write_outputs
+from tuner.outputs import Summary, certified_summary, summarize, write_outputs
 from tuner.report_html import write_report
 from tuner.soak import certify_config
 from tuner.space import SpaceContext, suggest_config
@@ -215,7 +215,8 @@ def tune(
             write_report(path, results, summary, m, importances(st), **kw)
 
         results = results_of(st)
-        summary, certs = summarize(results), stored_certifications(st)
+        certs = stored_certifications(st)
+        summary = certified_summary(summarize(results), certs)
         confirmation = current_confirmation(stored_runs(st), summary)
         state_gain = headline(summary, certs, confirmation).basis == CONFIRMED
         m, _ = with_confirmations(meta, stored_runs(st), summary, state_gain=state_gain)
@@ -253,8 +254,10 @@ def tune(
 
         certify_study(study, summary, tctx.plan.soak_s, certify_one, s.certify)
         summary = write_all(study)
+    certs = stored_certifications(study)
+    summary = certified_summary(summary, certs)
     confirmation = current_confirmation(stored_runs(study), summary)
-    head = headline(summary, stored_certifications(study), confirmation)
+    head = headline(summary, certs, confirmation)
     return TuneOutcome(out, summary, ran, confirmation, head)
 
 

@@ -174,3 +174,28 @@ def test_every_level_and_soak_draws_its_own_prompts():
 
     seeds = {level_seed(0, trial, level) for trial in range(20) for level in range(12)}
     assert len(seeds) == 20 * 12
+
+
+def test_defaults_certified_above_the_search_winner_are_kept(tmp_path):
+    # as on the H200 with A30 memory (chat): the search's best (estimate 103.2) certified 49.9 req/s, the
+    # defaults (estimate 69.6) 60.3: launch.sh must run the defaults, and every file says why
+    base, best = trial(0, 69.6, baseline=True), trial(3, 103.2, seqs=512)
+    certs = {3: cert_of(best, 49.94), 0: cert_of(base, 60.3)}
+    scripts: list[int] = []
+
+    def script(path, b, head):
+        scripts.append(b.number)
+        path.write_text(f"# {head.rate_text()}\n")
+
+    s = write_outputs(tmp_path, [base, best], {"slo": "ttft_p95=2s", "notes": []}, script, write_report, None, certs)
+    assert s.best.number == 0 and s.overruled.number == 3 and scripts == [0]
+    doc = json.loads((tmp_path / "best.json").read_text())
+    assert doc["best"]["trial"] == 0 and doc["overruled"]["trial"] == 3 and doc["certified_rate_req_s"] == 60.3
+    assert doc["gain_over_baseline"] is None and doc["headline"]["overruled_trial"] == 3
+    line = doc["headline"]["line"]
+    assert "vLLM's defaults are kept" in line and "trial 3, certified only 49.940 req/s" in line
+    assert line in unescape((tmp_path / "report.html").read_text())
+    # the search's best winning its certification keeps it
+    kept = write_outputs(tmp_path, [base, best], {"slo": "x", "notes": []}, script, write_report, None,
+                         {3: cert_of(best, 70.0), 0: cert_of(base, 60.3)})  # fmt: skip
+    assert kept.best.number == 3 and kept.overruled is None
