@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from conftest import ROOT, tiny_best
+from export_data import ROOT, tiny_best
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FORMATS, HELP, ROOT, committed_gpu_studies, tiny_best
+from export_data import FORMATS, HELP, ROOT, committed_gpu_studies, tiny_best
 
 from launch.errors import LaunchInputError
 from tuner.cli import main
