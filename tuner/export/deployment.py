@@ -90,8 +90,7 @@ def _caveats(w: StudyWinner, dropped_env: list[str]) -> list[str]:
     if w.emulated_on:
         diffs = "; ".join(w.emulation_differences()) or "none"
         out.append(
-            f"memory of {w.gpu_profile} emulated on {w.emulated_on} (speed is the {w.emulated_on}'s); these values "
-            f"are {w.gpu_profile}'s, as in launch.sh: {diffs}"
+            f"as in launch.sh, the {w.gpu_profile}'s values, not those the emulating {w.emulated_on} ran: {diffs}"
         )
     if dropped_env:
         out.append(f"left out (the container runtime assigns GPUs): {', '.join(dropped_env)}")
