@@ -84,6 +84,8 @@ def test_price_comes_from_the_measured_gpu_and_the_override_wins() -> None:
     doc = tiny_best()
     assert gpu_price(doc) == (GPUProfile.load("h200").hourly_price_usd, "GPU profile h200")
     assert gpu_price(doc, 1.25) == (1.25, "--gpu-price")
+    assert gpu_price(tiny_best(settings={"gpu_price": 2.2})) == (2.2, "--gpu-price given to tune")
+    assert gpu_price(tiny_best(settings={"gpu_price": 2.2}), 1.25) == (1.25, "--gpu-price")
     emulated = tiny_best(gpu={"profile": "a30", "emulated_on": "h200", "emulation": "memory only"})
     price, source = gpu_price(emulated)
     assert price == GPUProfile.load("h200").hourly_price_usd and "a30's memory was emulated" in source
@@ -114,3 +116,13 @@ def test_committed_study_cost_follows_its_own_figures() -> None:
     expected = 4.0 / (doc["best"]["metrics"]["throughput_tok_s"] * 3600) * 1e6
     assert winner.usd_per_million_output_tokens == pytest.approx(expected)
     assert baseline.basis.output_tok_s == doc["baseline"]["metrics"]["throughput_tok_s"]
+
+
+def test_tune_takes_a_gpu_price_and_refuses_a_negative_one() -> None:
+    from tuner.settings import resolve
+
+    base = {"model": "m", "gpu": "a30", "slo": "ttft_p95=2s"}
+    assert resolve({}, {**base, "gpu_price": 1.5}).gpu_price == 1.5
+    assert resolve({}, base).gpu_price is None
+    with pytest.raises(UsageError, match="gpu_price"):
+        resolve({}, {**base, "gpu_price": -1.0})

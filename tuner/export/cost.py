@@ -158,12 +158,16 @@ def cost_lines(doc: Mapping[str, Any], gpu_hourly_usd: float | None, price_sourc
 
 
 def gpu_price(doc: Mapping[str, Any], override: float | None = None) -> tuple[float | None, str]:
-    """(US$ per GPU-hour, where it comes from). The price is that of the GPU whose speed was measured:
-    with memory emulation (best.json ``gpu.emulated_on``) the tokens came from that GPU, not the target."""
+    """(US$ per GPU-hour, where it comes from): ``override``, else the ``--gpu-price`` the study was tuned
+    with (best.json ``settings.gpu_price``), else the profile of the GPU whose speed was measured: with
+    memory emulation (best.json ``gpu.emulated_on``) the tokens came from that GPU, not the target."""
     if override is not None:
         if override < 0:
             raise UsageError(f"--gpu-price {override!r}: give US dollars per GPU-hour, >= 0")
         return override, "--gpu-price"
+    tuned_with = (doc.get("settings") or {}).get("gpu_price")
+    if tuned_with is not None:
+        return float(tuned_with), "--gpu-price given to tune"
     from tuner.gpu import GPUProfile
 
     gpu = doc.get("gpu") or {}
