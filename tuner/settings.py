@@ -37,6 +37,9 @@ FIELDS: dict[str, Field] = {
     "emulate_on": Field(
         str, "GPU profile of the device really used when --gpu names a smaller one (memory is emulated, speed is not)"
     ),
+    "gpu_price": Field(
+        float, "US$ per GPU-hour for the cost per token (default: the GPU profile's hourly_price_usd, if any)"
+    ),
     "slo": Field(str, "SLOs, e.g. ttft_p95=2s,tpot_p99=80ms (metrics ttft/tpot/itl/e2e, p50..p99.9, s|ms)"),
     "workload": Field(str, "built-in workload (chat, code, summarize, longdoc) or a YAML/JSONL file", "chat"),
     "trials": Field(int, "total trials in the study (a resumed study runs only the missing ones)", 20),
@@ -92,6 +95,7 @@ class TuneSettings:
     quantize: str = "none"
     quantize_python: str | None = None
     emulate_on: str | None = None
+    gpu_price: float | None = None
     workload: str = "chat"
     trials: int = 20
     out: str | None = None
@@ -146,6 +150,8 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], *, source:
         raise UsageError(f"trials must be at least 1, got {merged.get('trials')}")
     if int(merged.get("confirm", 0) or 0) < 0:
         raise UsageError(f"confirm must be 0 (off) or a number of rounds, got {merged.get('confirm')}")
+    if merged.get("gpu_price") is not None and float(merged["gpu_price"]) < 0:
+        raise UsageError(f"gpu_price must be US dollars per GPU-hour, >= 0; got {merged['gpu_price']}")
     if not merged.get("vllm_python"):
         merged["vllm_python"] = sys.executable
     python = str(merged["vllm_python"])  # absolute (launch.sh runs from anywhere), symlinks kept (venvs)
