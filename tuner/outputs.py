@@ -19,6 +19,7 @@ import pandas as pd
 from launch.config import ServeConfig
 from tuner.certify import Certification
 from tuner.company import company
+from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.headline import Headline, headline
 from tuner.trial_result import COMPLETE, TrialResult
 
@@ -196,7 +197,7 @@ def best_document(
             "kv_tokens_predicted": (r.budget or {}).get("kv_tokens"),
             "kv_tokens_reported": (r.readback or {}).get("kv_cache_size_tokens"),
             "fail_reason": r.fail_reason,
-            "certified_rate_req_s": _certified(certs.get(r.number)),
+            "certified_rate_req_s": certs[r.number].certified_rate if r.number in certs else None,
         }
 
     return {
@@ -242,11 +243,21 @@ def write_outputs(
     frame.to_csv(tmp, index=False)
     os.replace(tmp, out / "trials.csv")
     document = best_document(summary, meta, head, certifications)
+    price = gpu_price(document)
+    document["cost"] = cost_document(document, *price)  # $ per million output tokens at the stated rates
     atomic_write(out / "best.json", json.dumps(document, indent=2, default=str))
     script = out / "launch.sh"
     if summary.best is not None:
         write_script(script, summary.best, head)
     elif script.exists():  # never leave a launch.sh that claims an SLO no config met
         script.unlink()
-    write_report(out / "report.html", results, summary, meta, headline=head, certifications=certifications or {})
+    write_report(
+        out / "report.html",
+        results,
+        summary,
+        meta,
+        headline=head,
+        certifications=certifications or {},
+        cost=cost_lines(document, *price),
+    )
     return summary

@@ -162,7 +162,10 @@ def tune(
     warm_start: list[dict[str, Any]] | None = None,
     progress: Progress | None = None,
     versions: dict[str, Any] | None = None,
+    fingerprint: str | None = None,
 ) -> TuneOutcome:
+    """Run (or resume) the study and write its outputs. ``versions`` and ``fingerprint`` are the serving stack
+    and model hash when known without asking them (outputs re-written on another machine); default: read."""
     from launch.fingerprint import model_fingerprint
     from launch.script import write_launch_script
     from tuner.versions import collect_versions
@@ -173,7 +176,7 @@ def tune(
     progress = progress or Progress(s.trials)
     progress.say(f"resolved settings: {s.to_dict()}")
     versions = versions or collect_versions(s.vllm_python)
-    fingerprint = model_fingerprint(inp.model_dir)
+    fingerprint = fingerprint or model_fingerprint(inp.model_dir)
     meta = metadata(inp, versions, fingerprint)
     base = base_config(inp)
     sctx = space_context(inp, base, quantized or s.quantized_model)

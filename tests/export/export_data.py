@@ -52,3 +52,17 @@ def tiny_best(config: dict[str, Any] | None = None, **top: Any) -> dict[str, Any
         "baseline": _trial(0, {}, rate=5.0, tok_s=1000.0),
         **top,
     }
+
+
+def certify(doc: dict[str, Any], who: str, rate: float, tok_s: float | None) -> dict[str, Any]:
+    """``doc`` with ``who`` ("best" or "baseline") certified at ``rate``, as tuner.outputs writes it: the rate
+    on the trial, the soaks in ``certifications`` (``tok_s`` None: a held soak without its throughput)."""
+    trial = doc[who]
+    trial["certified_rate_req_s"] = rate
+    if who == "best":
+        doc["certified_rate_req_s"] = rate
+    soak = {"rate_req_s": rate, "holds": True, "throughput_tok_s": tok_s}
+    doc.setdefault("certifications", []).append(
+        {"trial": trial["trial"], "certified_rate_req_s": rate, "soaks": [soak]}
+    )
+    return doc

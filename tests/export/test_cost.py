@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from export_data import ROOT, tiny_best
+from export_data import ROOT, certify, tiny_best
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -49,7 +49,7 @@ def test_without_certification_the_search_estimate_is_used_and_said() -> None:
 
 
 def test_a_certified_rate_and_its_soak_report_are_used() -> None:
-    doc = tiny_best(certified_rate_req_s=7.5, certification={"report": {"throughput_tok_s": 1500.0}})
+    doc = certify(tiny_best(), "best", 7.5, 1500.0)
     basis = winner_basis(doc)
     assert basis is not None and basis.certified and basis.label == "certified"
     assert (basis.rate_req_s, basis.output_tok_s) == (7.5, 1500.0)
@@ -58,8 +58,8 @@ def test_a_certified_rate_and_its_soak_report_are_used() -> None:
 
 
 def test_a_certified_rate_without_its_report_is_an_error_not_a_fallback() -> None:
-    doc = tiny_best(certified_rate_req_s=7.5, certification={})
-    with pytest.raises(UsageError, match="certification.report.throughput_tok_s"):
+    doc = certify(tiny_best(), "best", 7.5, None)
+    with pytest.raises(UsageError, match="no held soak at that rate"):
         winner_basis(doc)
 
 
@@ -107,15 +107,24 @@ def test_profile_price_must_be_a_number(tmp_path) -> None:
 
 
 def test_committed_study_cost_follows_its_own_figures() -> None:
-    doc = json.loads((ROOT / "results" / "h200-llama-3-8b-a30" / "best.json").read_text())
+    doc = json.loads((ROOT / "results" / "h200-llama-3-8b-a30-w4a16" / "best.json").read_text())  # not certified
     winner, baseline = study_costs(doc, 4.0)
     assert winner is not None and baseline is not None
-    if doc.get("certified_rate_req_s") is not None:
-        pytest.skip("the study is certified now: the estimate case is covered by the fabricated studies")
     assert not winner.basis.certified and winner.basis.rate_req_s == doc["best"]["best_rate_req_s"]
     expected = 4.0 / (doc["best"]["metrics"]["throughput_tok_s"] * 3600) * 1e6
     assert winner.usd_per_million_output_tokens == pytest.approx(expected)
     assert baseline.basis.output_tok_s == doc["baseline"]["metrics"]["throughput_tok_s"]
+
+
+def test_a_committed_certified_study_costs_its_certified_soaks() -> None:
+    doc = json.loads((ROOT / "results" / "h200-llama-3-8b-a30-w4a16-longdoc" / "best.json").read_text())
+    winner, baseline = study_costs(doc, 4.0)
+    assert winner is not None and winner.basis.certified and baseline is not None and baseline.basis.certified
+    assert winner.basis.rate_req_s == doc["certified_rate_req_s"] == doc["headline"]["certified_rate_req_s"]
+    soak = next(
+        s for c in doc["certifications"] if c["trial"] == doc["best"]["trial"] for s in c["soaks"] if s["holds"]
+    )
+    assert winner.basis.output_tok_s == soak["throughput_tok_s"]
 
 
 def test_tune_takes_a_gpu_price_and_refuses_a_negative_one() -> None:

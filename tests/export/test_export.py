@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from export_data import FORMATS, HELP, ROOT, committed_gpu_studies, tiny_best
+from export_data import FORMATS, HELP, ROOT, certify, committed_gpu_studies, tiny_best
 
 from launch.errors import LaunchInputError
 from tuner.cli import main
@@ -92,7 +92,7 @@ def test_helm_chart_argv_is_the_measured_one(study: Path) -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_header_says_what_was_measured_and_that_the_rate_is_an_estimate(fmt: str) -> None:
-    study = ROOT / "results" / "h200-llama-3-8b-a30"
+    study = ROOT / "results" / "h200-llama-3-8b-a30-w4a16"  # measured before certification existed
     text = export_study(study, fmt, vllm_help=str(HELP["0.26.0"]))
     header = "\n".join(line for line in text.splitlines() if line.startswith("#"))
     doc = read_study(study).doc
@@ -103,7 +103,7 @@ def test_header_says_what_was_measured_and_that_the_rate_is_an_estimate(fmt: str
 
 
 def test_a_certified_study_states_its_certified_rate(write_study) -> None:
-    doc = tiny_best(certified_rate_req_s=7.25, certification={"report": {"throughput_tok_s": 1450.0}})
+    doc = certify(tiny_best(), "best", 7.25, 1450.0)
     text = export_study(write_study(doc), "kubernetes", vllm_help=str(HELP["0.26.0"]))
     assert "capacity: 7.25 req/s, certified" in text and "at 7.25 req/s (certified;" in text
     assert f"at 5.00 req/s ({NOT_CERTIFIED};" in text  # vLLM's defaults were not certified: said so

@@ -12,6 +12,7 @@ vLLM's defaults (best.json ``baseline``) are costed the same way, from their own
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +24,8 @@ from tuner.export.layout import gpu_count
 NOT_CERTIFIED = "not certified: the search's estimate"
 # where a side of best.json (the top level for the winner, ``baseline`` for vLLM's defaults) keeps its
 # certified rate and the output tokens/s of the soak at that rate
-CERTIFIED_RATE_KEY = "certified_rate_req_s"
-CERTIFIED_TOK_S_PATH = ("certification", "report", "throughput_tok_s")
+CERTIFIED_RATE_KEY = "certified_rate_req_s"  # on best.json's ``best`` and ``baseline`` (tuner.outputs)
+CERTIFICATIONS_KEY = "certifications"  # best.json: each trial's soaks (tuner.certify.Certification.to_dict)
 
 
 @dataclass(frozen=True)
@@ -49,23 +50,28 @@ def usd_per_million_output_tokens(hourly_usd: float, output_tok_s: float) -> flo
     return hourly_usd / (output_tok_s * 3600.0) * 1e6
 
 
-def _certified_tok_s(holder: Mapping[str, Any], where: str) -> float:
-    node: Any = holder
-    for key in CERTIFIED_TOK_S_PATH:
-        if not isinstance(node, Mapping) or node.get(key) is None:
-            raise UsageError(
-                f"best.json {where} has {CERTIFIED_RATE_KEY} but no {'.'.join(CERTIFIED_TOK_S_PATH)}: the file is "
-                "incomplete; re-run the certification (tune --resume) to state a cost"
-            )
-        node = node[key]
-    return float(node)
+def _certified_tok_s(doc: Mapping[str, Any], trial: Mapping[str, Any], rate: float, where: str) -> float:
+    """Output tokens/s of the soak that certified ``trial`` at ``rate`` (best.json ``certifications``)."""
+    for cert in doc.get(CERTIFICATIONS_KEY) or []:
+        if cert.get("trial") != trial.get("trial"):
+            continue
+        for soak in cert.get("soaks") or []:
+            same = math.isclose(float(soak.get("rate_req_s") or 0.0), rate, rel_tol=1e-6)
+            if soak.get("holds") and same and soak.get("throughput_tok_s"):
+                return float(soak["throughput_tok_s"])
+    raise UsageError(
+        f"best.json {where} has {CERTIFIED_RATE_KEY} {rate} but no held soak at that rate in {CERTIFICATIONS_KEY}: "
+        "the file is incomplete; re-run the certification (tune --resume) to state a cost"
+    )
 
 
-def _basis(holder: Mapping[str, Any], trial: Mapping[str, Any] | None, where: str) -> RateBasis | None:
-    rate = holder.get(CERTIFIED_RATE_KEY)
+def _basis(doc: Mapping[str, Any], trial: Mapping[str, Any] | None, where: str) -> RateBasis | None:
+    if not trial:
+        return None
+    rate = trial.get(CERTIFIED_RATE_KEY)
     if rate is not None:
-        return RateBasis(float(rate), _certified_tok_s(holder, where), certified=True)
-    if not trial or not trial.get("slo_met") or trial.get("best_rate_req_s") is None:
+        return RateBasis(float(rate), _certified_tok_s(doc, trial, float(rate), where), certified=True)
+    if not trial.get("slo_met") or trial.get("best_rate_req_s") is None:
         return None
     tok_s = (trial.get("metrics") or {}).get("throughput_tok_s")
     return RateBasis(float(trial["best_rate_req_s"]), float(tok_s), certified=False) if tok_s else None
@@ -73,13 +79,12 @@ def _basis(holder: Mapping[str, Any], trial: Mapping[str, Any] | None, where: st
 
 def winner_basis(doc: Mapping[str, Any]) -> RateBasis | None:
     """The winner's stated rate (None when no configuration met the SLO)."""
-    return _basis(doc, doc.get("best"), "(top level)")
+    return _basis(doc, doc.get("best"), "best")
 
 
 def baseline_basis(doc: Mapping[str, Any]) -> RateBasis | None:
     """vLLM's defaults' stated rate (None when they did not run or met the SLO at no tested load)."""
-    baseline = doc.get("baseline") or {}
-    return _basis(baseline, baseline, "baseline")
+    return _basis(doc, doc.get("baseline"), "baseline")
 
 
 @dataclass(frozen=True)
