@@ -212,6 +212,7 @@ def tune(
                 fingerprint=fingerprint,
                 model_dir=best.config.model,
                 note=launch_note(best, head, s.slo, inp.workload.name),
+                nice=tctx.server_nice,
             )
 
         def report(path: Path, results: list[TrialResult], summary: Summary, m: dict[str, Any], **kw: Any) -> None:
