@@ -1,12 +1,15 @@
 """`tune … --quantize awq`: quantization is the pipeline's first step and its output becomes a knob."""
 
 import optuna
+import pytest
 
 from tuner.inputs import load_inputs
 from tuner.pipeline import base_config, space_context
 from tuner.quantize_step import maybe_quantize
 from tuner.settings import resolve
 from tuner.space import suggest_config
+
+pytestmark = pytest.mark.quantize
 
 
 def test_quantize_first_then_search_both_variants(quant_python, tiny_model, vllm_python, tmp_path, monkeypatch):

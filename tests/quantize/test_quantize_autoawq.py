@@ -11,6 +11,8 @@ import pytest
 
 from tuner.quantize import QualityGateError, QuantizeRecipe, QuantizeResult, quantize
 
+pytestmark = pytest.mark.quantize
+
 
 def _dtypes(model_dir: Path) -> dict[str, str]:
     out: dict[str, str] = {}

@@ -22,6 +22,8 @@ from tuner.synthetic import write_model
 
 REPO = Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.quantize
+
 
 def _safetensors_dtypes(model_dir: Path) -> dict[str, str]:
     """Tensor name -> dtype, read from the safetensors headers (no torch needed)."""
