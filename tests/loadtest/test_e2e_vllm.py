@@ -15,6 +15,9 @@ from loadtest.slo import parse_slos
 from loadtest.workload import load_workload
 
 pytestmark = pytest.mark.vllm
+# client vs server means, closed loop at concurrency 4 on the 2-core machine (docs/loadtest.md, "Tests")
+ITL_VS_SERVER_MS = 0.5
+TTFT_OVER_SERVER_MS = 50.0
 
 
 def _workload(tmp_path: Path, body: str, name: str = "w") -> Path:
@@ -58,20 +61,20 @@ def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path
     assert len(extra) == 1 and extra <= {0, 1}, extra
     assert len({rec.planned_input_tokens for rec in measured}) > 1  # lengths really vary
     assert 0 < r.ttft_ms.p50 <= r.e2e_ms.p50
-    # ITL samples cover each stream from its first to its last token (one sample per token after the
-    # first); TPOT also counts the stream's tail after the last token (finish/usage/[DONE] events), which
-    # on the 2-core CI machine has taken ~20 ms of a ~300 ms decode, so the means differ by that tail only
     for rec in measured:
         t = timings(rec)
-        assert len(t.itl) == t.tokens - 1 == 255
-        span_ms = (rec.chunks[-1].t - rec.chunks[0].t) * 1000.0
-        assert sum(t.itl) == pytest.approx(span_ms, rel=1e-9)
-        assert rec.done_at is not None and rec.done_at >= rec.chunks[-1].t
-        assert t.tpot is not None and t.tpot * 255 == pytest.approx(span_ms + (rec.done_at - rec.chunks[-1].t) * 1000.0)
-    assert 0.5 * r.tpot_ms.mean < r.itl_ms.mean <= r.tpot_ms.mean * (1 + 1e-9)
+        assert len(t.itl) == t.tokens - 1 == 255  # one ITL sample per token after the first
+    # against the server's own figures (/metrics histograms over the same requests): its ITL is the time between
+    # engine outputs, ours between chunks read, so the means differ only by how each stream's first and last
+    # token travelled (spread over 255 gaps); its TTFT counts from the request's arrival, ours from our send
+    srv = r.server
+    print(f"\nTTFT mean {r.ttft_ms.mean:.2f} ms (server {srv['server_ttft_mean_ms']:.2f})")
+    print(f"ITL mean {r.itl_ms.mean:.3f} ms (server {srv['server_itl_mean_ms']:.3f})")
+    assert srv["server_requests"] == 32 and srv["server_generation_tokens"] == 32 * 256
+    assert abs(r.itl_ms.mean - srv["server_itl_mean_ms"]) <= ITL_VS_SERVER_MS
+    assert 0 <= r.ttft_ms.mean - srv["server_ttft_mean_ms"] <= TTFT_OVER_SERVER_MS
+    assert r.itl_ms.mean <= r.tpot_ms.mean  # TPOT also spans each stream's tail after its last token
     assert r.slo_met is True and r.goodput_req_s == pytest.approx(r.throughput_req_s)
-    # server side: /metrics scraped; random prompts must not hit the prefix cache
-    assert r.server["server_generation_tokens"] >= 32 * 256
     # polled every 0.2 s during the run, in the load generator's own event loop: whether a poll lands while
     # the server runs a request depends on how the 2-core CI machine schedules the generator next to the
     # (not reniced) server. Twice in CI none did (with 64-token answers, then with 256: peak 0.0 while
@@ -80,7 +83,7 @@ def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path
     # /metrics (tests/loadtest, Scraper)
     assert "requests_running_peak" in r.server, r.server
     assert 0 <= r.server["kv_cache_usage_peak"] <= 1, r.server
-    assert r.server["prefix_cache_hit_rate"] < 0.05
+    assert r.server["prefix_cache_hit_rate"] < 0.05  # random prompts must not hit the prefix cache
 
 
 def test_shared_prefix_hits_the_cache(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
