@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what they need first; an install runs again only when its
-# script or pyproject.toml changed (the stamp lives in the venv). `make -j3 test` runs the three installs at once.
+# script or pyproject.toml changed (the stamp lives in the venv); `make -j3 ...` runs the three installs at once.
 VENV ?= .venv
 QVENV ?= .venv-quant
 AVENV ?= .venv-awq
@@ -7,7 +7,7 @@ PYTEST = $(VENV)/bin/python -m pytest
 # docs/testing.md: what each marker means and what it costs
 FAST = not vllm and not quantize and not postgres
 
-.PHONY: install install-quantize demo test test-fast lint ci
+.PHONY: install install-quantize demo test test-fast lint
 
 install: $(VENV)/.slotune-installed
 $(VENV)/.slotune-installed: pyproject.toml scripts/install-cpu.sh
@@ -39,8 +39,3 @@ test-fast: install
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy tuner launch loadtest
-
-# .ci/run: the three installs at once, lint as soon as .venv is ready (beside the quantize venvs), then every test.
-ci:
-	$(MAKE) -j3 --output-sync=target install install-quantize lint
-	$(MAKE) test
