@@ -25,7 +25,7 @@ from tuner.quantize import QuantizeRecipe, QuantizeResult, quantize
 # quantized Linears, fused siblings together) are restored and the model is quantized a second time
 # (after which the restoration budget is spent). The same as `tune quantize --restore-below 0.9999`.
 RESTORING = QuantizeRecipe(restore_below=0.9999)
-SAMPLES = 16
+SAMPLES = 8  # calibration sequences; the quantization time grows with them (docs/testing.md)
 
 
 @pytest.fixture(scope="session")
