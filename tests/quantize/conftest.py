@@ -73,7 +73,7 @@ def quantized(quant_python: str, tiny_model: Path, quant_dirs: dict[str, Path]) 
         on_progress=lines.append,
     )
     assert lines and lines[-1] == "done", lines
-    print("\nquantized tiny-llama:", result.quality.summary())
+    print("\nquantized tiny-llama:", result.quality.summary(), "| worker seconds:", result.measured.get("timings_s"))
     return result
 
 

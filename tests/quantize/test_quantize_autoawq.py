@@ -29,7 +29,7 @@ def awq_quantized(
 ) -> QuantizeResult:
     out = tmp_path_factory.mktemp("awq") / "out"
     result = quantize(tiny_model, out, python=awq_python, backend="autoawq", **quant_args)
-    print("\nautoawq tiny-llama:", result.quality.summary())
+    print("\nautoawq tiny-llama:", result.quality.summary(), "| worker seconds:", result.measured.get("timings_s"))
     return result
 
 
