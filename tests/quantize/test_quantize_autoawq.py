@@ -28,7 +28,9 @@ def awq_quantized(
     awq_python: str, tiny_model: Path, quant_args: dict, tmp_path_factory: pytest.TempPathFactory
 ) -> QuantizeResult:
     out = tmp_path_factory.mktemp("awq") / "out"
-    result = quantize(tiny_model, out, python=awq_python, backend="autoawq", **quant_args)
+    with pytest.MonkeyPatch.context() as mp:  # as one_thread_workers (tests/quantize/conftest.py)
+        mp.setenv("OMP_NUM_THREADS", "1")
+        result = quantize(tiny_model, out, python=awq_python, backend="autoawq", **quant_args)
     print("\nautoawq tiny-llama:", result.quality.summary(), "| worker seconds:", result.measured.get("timings_s"))
     return result
 
