@@ -2,9 +2,9 @@
 
 POST /v1/completions streams ``max_tokens`` tokens: the first ``ttft_ms`` after the request is
 read, then one every ``tpot_ms`` (0 = as fast as possible), with running usage on every chunk,
-the final usage and [DONE]. It stamps, per request, when it read the request, wrote the first
-token and wrote [DONE] (``time.perf_counter``, the same CLOCK_MONOTONIC the client reads) and
-serves them at GET /stamps; GET /peak gives the most connections it held open at once.
+the final usage and [DONE]. It stamps, per request, when it read the request, wrote the first token,
+wrote each token (just before the write) and wrote [DONE] (``time.perf_counter``, the same CLOCK_MONOTONIC
+the client reads) and serves them at GET /stamps; GET /peak gives the most connections it held open at once.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ class FakeServer:
         await writer.drain()
         await asyncio.sleep(self.ttft)
         first = 0.0
+        written: list[float] = []
         for k in range(1, n + 1):
             if k > 1 and self.tpot:
                 await asyncio.sleep(self.tpot)
@@ -76,9 +77,10 @@ class FakeServer:
                 b'data: {"id":"c","object":"text_completion","choices":[{"index":0,"text":" w7"}],'
                 b'"usage":{"prompt_tokens":16,"completion_tokens":%d,"total_tokens":%d}}\n\n' % (k, 16 + k)
             )
+            written.append(time.perf_counter())  # before the write: the client cannot read it any earlier
             writer.write(b"%x\r\n%s\r\n" % (len(ev), ev))
             if k == 1:
-                first = time.perf_counter()
+                first = written[0]
             await writer.drain()
         tail = (
             b'data: {"id":"c","choices":[],"usage":{"prompt_tokens":16,"completion_tokens":%d,'
@@ -87,7 +89,8 @@ class FakeServer:
         writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(tail), tail))
         done = time.perf_counter()
         await writer.drain()
-        self.stamps.append({"key": str(req.get("prompt", ""))[:80], "got": got, "first": first, "done": done, "n": n})
+        key = str(req.get("prompt", ""))[:80]
+        self.stamps.append({"key": key, "got": got, "first": first, "done": done, "n": n, "tokens": written})
 
 
 def serve(port_out: Any, ttft_ms: float, tpot_ms: float) -> None:

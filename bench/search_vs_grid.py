@@ -35,7 +35,7 @@ from tuner.inputs import load_inputs  # noqa: E402
 from tuner.objective import run_trial  # noqa: E402
 from tuner.outputs import summarize  # noqa: E402
 from tuner.pipeline import base_config, trial_context, tune  # noqa: E402
-from tuner.settings import resolve  # noqa: E402
+from tuner.settings import TuneSettings, resolve  # noqa: E402
 from tuner.study import results_of  # noqa: E402
 
 
@@ -73,7 +73,7 @@ def same_measurement(study_dir: Path, ours: dict) -> None:
         )
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
     ap.add_argument("--gpu", default="cpu")
@@ -113,10 +113,13 @@ def main() -> int:
         help="start the re-measurements with the search's best instead of the grid's best (two "
         "workers on two GPUs, one each way, spread the order's effect)",
     )
-    args = ap.parse_args()
+    return ap
+
+
+def tune_settings(args: argparse.Namespace) -> TuneSettings:
+    """The settings every trial (grid point and search) runs with: what ``--search-from`` compares."""
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    settings = resolve(
+    return resolve(
         {},
         {
             "model": args.model,
@@ -132,6 +135,13 @@ def main() -> int:
             "emulate_on": args.emulate_on,
         },
     )
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = tune_settings(args)
     if args.search_from is not None:
         try:
             same_measurement(args.search_from, settings.to_dict())

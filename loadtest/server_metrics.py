@@ -25,6 +25,11 @@ COUNTERS = {  # report key suffix -> metric names (first present wins)
     "queue_count": ("vllm:request_queue_time_seconds_count",),
     "prompt_tokens": ("vllm:prompt_tokens_total",),
     "generation_tokens": ("vllm:generation_tokens_total",),
+    "ttft_sum": ("vllm:time_to_first_token_seconds_sum",),
+    "ttft_count": ("vllm:time_to_first_token_seconds_count",),
+    "itl_sum": ("vllm:inter_token_latency_seconds_sum", "vllm:time_per_output_token_seconds_sum"),
+    "itl_count": ("vllm:inter_token_latency_seconds_count", "vllm:time_per_output_token_seconds_count"),
+    "requests_done": ("vllm:e2e_request_latency_seconds_count",),
 }
 GAUGES = {
     "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
@@ -81,6 +86,11 @@ def summarize(
         out["preemptions"] = int(d["preemptions"])
     if d.get("queue_count"):
         out["queue_time_mean_ms"] = 1000.0 * d["queue_sum"] / d["queue_count"]
+    if "requests_done" in d:
+        out["server_requests"] = int(d["requests_done"])
+    for key in ("ttft", "itl"):  # the server's own view (from a request's arrival; between engine outputs)
+        if d.get(f"{key}_count"):
+            out[f"server_{key}_mean_ms"] = 1000.0 * d[f"{key}_sum"] / d[f"{key}_count"]
     if d.get("prefix_queries"):
         out["prefix_cache_hit_rate"] = d.get("prefix_hits", 0.0) / d["prefix_queries"]
     if "spec_drafts" in d:  # a speculating server; 0 drafts (nothing to propose, e.g. ngram on random text)

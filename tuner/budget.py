@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from launch.config import ServeConfig, speculation_on
-from tuner.calibration import CUDA_CONTEXT_BYTES, GIB, Settings, gpu_weight_bytes, overheads
+from tuner.calibration import CUDA_CONTEXT_BYTES, GIB, CalibrationPoint, Settings, gpu_weight_bytes, overheads
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.kv_paging import Paging
@@ -69,8 +69,10 @@ def estimate_budget(
     *,
     vllm_version: str | None = None,
     env: Mapping[str, str] | None = None,
+    calibration: Sequence[CalibrationPoint] | None = None,
 ) -> KVBudget:
-    """Predict vLLM's KV budget for ``config`` on ``gpu``. ``None`` fields take vLLM's defaults."""
+    """Predict vLLM's KV budget for ``config`` on ``gpu``. ``None`` fields take vLLM's defaults.
+    ``calibration``: the GPU calibration points to scale the overheads by (default: every stored one)."""
     version = vllm_version or installed_vllm_version() or "0.26.0"
     spec = spec.with_dtype(config.dtype)
     environ = {**(os.environ if env is None else env), **dict(config.env)}
@@ -103,7 +105,7 @@ def estimate_budget(
         act = nt = cg = subtracted = margin = 0
         kv, basis = _cpu_kv_bytes(spec, gpu, config, gmu, weights, environ, reasons)
     else:
-        ov = overheads(spec, gpu.name, version, settings)
+        ov = overheads(spec, gpu.name, version, settings, calibration)
         act, nt, margin, basis = ov.activation_bytes, ov.non_torch_bytes, ov.margin_bytes, ov.basis
         cg = ov.cudagraph_bytes
         # 0.32 subtracts its CUDA-graph estimate from the KV budget; 0.26.0 only with the V1 model runner

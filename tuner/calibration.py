@@ -13,14 +13,19 @@ budget says which basis it used.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuner.errors import ProfileError
 from tuner.model_spec import ModelSpec
 from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner
+
+if TYPE_CHECKING:
+    from tuner.gpu import GPUProfile
 
 GIB = 1 << 30
 ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
@@ -119,17 +124,24 @@ def _default_non_torch(s: Settings) -> int:
     return DEFAULT_NON_TORCH_BYTES + DEFAULT_NON_TORCH_PER_EXTRA_RANK * (max(1, s.tensor_parallel_size) > 1)
 
 
-def overheads(spec: ModelSpec, device: str, vllm_version: str, s: Settings) -> Overheads:
+def overheads(
+    spec: ModelSpec,
+    device: str,
+    vllm_version: str,
+    s: Settings,
+    calibration: Sequence[CalibrationPoint] | None = None,
+) -> Overheads:
     """Activation / non-torch / CUDA-graph bytes for one GPU. Calibration points of the same device and
     vLLM minor version scale each term to the largest ratio reported/model seen (the safe side); without
     them the unscaled model is used with a wider margin. The CUDA-graph estimate is scaled by the points
-    that show it (see ``cudagraph_estimate_gib``); without such points it is taken as the graph pool."""
+    that show it (see ``cudagraph_estimate_gib``); without such points it is taken as the graph pool.
+    ``calibration``: the points to use (default: every stored point, ``load_points()``)."""
     act = structural_activation_bytes(spec, s)
     cg = structural_cudagraph_bytes(spec, s)
     nt = _default_non_torch(s)
     points = [
         p
-        for p in load_points()
+        for p in (load_points() if calibration is None else calibration)
         if p.device == device and _same_minor(p.vllm_version, vllm_version) and "activation_gib" in p.reported
     ]
     if not points:
@@ -182,12 +194,11 @@ def _same_minor(a: str, b: str) -> bool:
 
 def _settings_of(p: CalibrationPoint, spec: ModelSpec) -> Settings:
     """The engine settings of a point; unset limits are vLLM's defaults for that device and version."""
-    from tuner.gpu import GPUProfile
     from tuner.vllm_defaults import default_batch_limits
 
     st = p.settings
     tp = int(st.get("tensor_parallel_size") or 1)
-    seqs, batched = default_batch_limits(GPUProfile.load(p.device), p.vllm_version, tp)
+    seqs, batched = default_batch_limits(_device_profile(p.device), p.vllm_version, tp)
     env = {str(k): str(v) for k, v in (st.get("env") or {}).items()}
     return Settings(
         int(st.get("max_num_seqs") or seqs),
@@ -197,6 +208,14 @@ def _settings_of(p: CalibrationPoint, spec: ModelSpec) -> Settings:
         speculative_tokens(st.get("speculative_method"), st.get("num_speculative_tokens")),
         uses_v1_runner(spec, st.get("speculative_method"), env),
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _device_profile(device: str) -> GPUProfile:
+    """A point's GPU profile, read once (every budget estimate goes over every point)."""
+    from tuner.gpu import GPUProfile
+
+    return GPUProfile.load(device)
 
 
 def gpu_weight_bytes(spec: ModelSpec, kv_dtype: str) -> int:
@@ -209,11 +228,18 @@ def gpu_weight_bytes(spec: ModelSpec, kv_dtype: str) -> int:
 
 
 def load_points(root: Path = ROOT) -> list[CalibrationPoint]:
-    """Every calibration point under ``profiles/calibration``; a malformed file is a ProfileError."""
+    """Every calibration point under ``profiles/calibration``; a malformed file is a ProfileError.
+    Parsed once per set of file versions (every budget estimate reads them)."""
+    files = tuple((path, path.stat().st_mtime_ns) for path in sorted(root.glob("*.yaml")))
+    return list(_parse_points(files))
+
+
+@functools.lru_cache(maxsize=4)
+def _parse_points(files: tuple[tuple[Path, int], ...]) -> tuple[CalibrationPoint, ...]:
     import yaml
 
     points: list[CalibrationPoint] = []
-    for path in sorted(root.glob("*.yaml")):
+    for path, _mtime in files:
         data = yaml.safe_load(path.read_text()) or {}
         for i, raw in enumerate(data.get("points") or []):
             where = f"{path}: points[{i}]"
@@ -231,7 +257,7 @@ def load_points(root: Path = ROOT) -> list[CalibrationPoint]:
                     origin=where,
                 )
             )
-    return points
+    return tuple(points)
 
 
 _LOG_PATTERNS = {

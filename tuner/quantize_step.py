@@ -24,7 +24,13 @@ def maybe_quantize(settings: TuneSettings, inputs: Inputs) -> str | None:
             "and pass --quantize-python .venv-quant/bin/python (or set SLOTUNE_QUANTIZE_PYTHON)"
         )
     out = inputs.out / "quantized"
-    result = quantize(inputs.model_dir, out, python=python, on_progress=lambda m: print(f"[quantize] {m}", flush=True))
+    result = quantize(
+        inputs.model_dir,
+        out,
+        python=python,
+        samples=settings.quantize_samples,
+        on_progress=lambda m: print(f"[quantize] {m}", flush=True),
+    )
     verb = "reused the cached" if result.cached else "wrote"
     print(f"[quantize] {verb} {result.out_dir}: quality gate {result.quality.gate}", flush=True)
     return str(result.out_dir)

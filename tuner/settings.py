@@ -29,6 +29,7 @@ FIELDS: dict[str, Field] = {
     "draft_model": Field(str, "draft model directory for speculative decoding (same tokenizer)"),
     "quantize": Field(str, "quantize first: 'awq' (4-bit AWQ with a quality gate) or 'none'", "none"),
     "quantize_python": Field(str, "interpreter with llm-compressor (default: .venv-quant/bin/python)"),
+    "quantize_samples": Field(int, "calibration sequences for --quantize awq (as `tune quantize --samples`)", 128),
     "gpu": Field(
         str,
         "GPU profile: a10, a30, l4, l40s, a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, "
@@ -94,6 +95,7 @@ class TuneSettings:
     draft_model: str | None = None
     quantize: str = "none"
     quantize_python: str | None = None
+    quantize_samples: int = 128
     emulate_on: str | None = None
     gpu_price: float | None = None
     workload: str = "chat"

@@ -9,6 +9,7 @@ from configs import GEMMA2_9B, GEMMA3_1B, LLAMA_3_8B, MIXTRAL_8X7B, QWEN2_5_7B
 
 from launch.config import ServeConfig
 from tuner.budget import emulated_gmu, estimate_budget
+from tuner.calibration import load_points
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
@@ -28,10 +29,33 @@ def test_cpu_kv_space_pages_into_128_token_blocks() -> None:
     spec = ModelSpec.from_config(shape_config("llama-tiny"))
     b = estimate_budget(spec, CPU, cfg(), vllm_version="0.32.0", env={"VLLM_CPU_KVCACHE_SPACE": "1"})
     per_block = 128 * spec.kv_bytes_per_token()
-    assert b.block_size == 128 and b.bytes_per_block == per_block
-    assert b.num_blocks == GIB // per_block and b.kv_tokens == b.num_blocks * 128
-    assert b.max_concurrency == pytest.approx(b.kv_tokens / spec.max_position_embeddings)
+    assert b.block_size == 128 and b.bytes_per_block == per_block and b.num_blocks == GIB // per_block
+    blocks_per_request = math.ceil(spec.max_position_embeddings / 128)
+    assert b.max_concurrency == pytest.approx((GIB // per_block) / blocks_per_request)
     assert b.feasible and b.reasons == () and b.basis.startswith("exact")
+
+
+def _cpu_runs() -> list:
+    return [p for p in load_points() if p.device == "cpu"]
+
+
+@pytest.mark.parametrize("run", _cpu_runs(), ids=lambda p: p.source.split(": ", 1)[-1])
+def test_every_recorded_vllm_cpu_run_is_predicted_exactly(run) -> None:
+    """vLLM-CPU 0.32's own figures (bench/budget_accuracy.py --cpu-runs: "CPU KV cache size: N tokens", or
+    the start refused): KV space, dtypes, block sizes, lengths that are not block multiples, sliding
+    windows, MLA, the largest length that fits and one block past it. Nothing is fitted on the CPU."""
+    knobs = {k: v for k, v in run.settings.items() if k in ServeConfig.__dataclass_fields__ and k != "env"}
+    env = {str(k): str(v) for k, v in (run.settings.get("env") or {}).items()}
+    b = estimate_budget(run.spec(), CPU, cfg(**knobs), vllm_version=run.vllm_version, env=env)
+    assert b.feasible == run.reported["started"], b.reasons
+    if run.reported["started"]:
+        assert b.kv_tokens == run.reported["kv_tokens"]
+
+
+def test_the_recorded_cpu_runs_cover_what_the_formula_distinguishes() -> None:
+    runs = _cpu_runs()
+    assert any(not r.reported["started"] for r in runs) and any(r.settings.get("kv_cache_dtype") for r in runs)
+    assert any((r.settings.get("max_model_len") or 128) % 128 for r in runs)  # a length between blocks
 
 
 def test_config_env_wins_over_process_env() -> None:
@@ -46,24 +70,21 @@ def test_config_env_wins_over_process_env() -> None:
     assert b.kv_cache_bytes == 2 * GIB
 
 
-def test_max_model_len_not_a_block_multiple_counts_whole_blocks_per_request() -> None:
-    spec = ModelSpec.from_config(shape_config("llama-tiny"))
-    b = estimate_budget(spec, CPU, cfg(max_model_len=1000), vllm_version="0.32.0", env={"VLLM_CPU_KVCACHE_SPACE": "1"})
-    per_request = math.ceil(1000 / 128)
-    assert b.max_concurrency == b.num_blocks / per_request
-    assert b.kv_tokens == int(b.num_blocks / per_request * 1000)
-
-
-def test_gpu_formula_0_26_is_requested_minus_weights_activation_and_non_torch() -> None:
+def test_gpu_0_26_gives_every_requested_byte_to_the_kv_cache_and_captures_graphs_after_it() -> None:
     spec = ModelSpec.from_config(LLAMA_3_8B)
-    b = estimate_budget(spec, H200, cfg(gpu_memory_utilization=0.9), vllm_version="0.26.0", env={})
-    requested = H200.memory_bytes * 0.9
-    assert b.cudagraph_bytes > 0  # modelled, but 0.26 captures graphs after the KV cache is sized
-    assert b.kv_cache_bytes == int(requested - b.weight_bytes - b.activation_bytes - b.non_torch_bytes)
-    assert b.weight_bytes == spec.weight_bytes and b.block_size == 16
-    assert b.num_blocks == b.kv_cache_bytes // (16 * spec.kv_bytes_per_token())
-    assert b.kv_tokens == b.num_blocks * 16  # 8192 is a multiple of 16
-    assert b.feasible
+
+    def at(gmu: float, seqs: int | None = None):
+        return estimate_budget(
+            spec, H200, cfg(gpu_memory_utilization=gmu, max_num_seqs=seqs), vllm_version="0.26.0", env={}
+        )
+
+    assert at(0.9).kv_cache_bytes - at(0.8).kv_cache_bytes == pytest.approx(0.1 * H200.memory_bytes, abs=2)
+    few, many = at(0.9, 64), at(0.9, 1024)  # more sequences: more CUDA-graph memory, the same KV cache
+    assert many.cudagraph_bytes > few.cudagraph_bytes > 0 and many.kv_cache_bytes == few.kv_cache_bytes
+    assert few.weight_bytes == spec.weight_bytes and few.block_size == 16
+    assert few.num_blocks * 16 * spec.kv_bytes_per_token() <= few.kv_cache_bytes
+    assert (few.num_blocks + 1) * 16 * spec.kv_bytes_per_token() > few.kv_cache_bytes
+    assert few.feasible
 
 
 def test_0_32_subtracts_the_cudagraph_estimate_unless_disabled_or_eager() -> None:

@@ -1,7 +1,10 @@
 """The CUDA-graph estimate vLLM takes off the KV budget: which runner does it (tuner/vllm_runner.py), how the
-budget applies it, and that the stored H200 points agree with both."""
+budget applies it, and that the stored H200 points agree with both. The calibration's predictions are
+judged on points it was not fitted on: each study's points against a calibration of the other studies."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from configs import LLAMA_3_8B, MIXTRAL_8X7B, QWEN1_5_MOE_A2_7B
@@ -91,8 +94,15 @@ def _point_id(p) -> str:
     return p.origin.rsplit("/", 1)[-1].replace(": ", " ")
 
 
-@pytest.mark.parametrize("point", _gpu_points_with_figures(), ids=_point_id)
-def test_calibrated_budget_does_not_promise_more_kv_than_vllm_reported(point) -> None:
+def _study(p) -> str:
+    """The run a point comes from: a study under results/, else its source up to the first comma."""
+    m = re.search(r"results/([\w.-]+)", p.source)
+    return m.group(1) if m else p.source.split(",")[0].split("(")[0].strip()
+
+
+def _held_out_error(point) -> float:
+    """KV tokens predicted for ``point`` by a calibration that never saw its study, relative to vLLM's."""
+    others = [q for q in load_points() if _study(q) != _study(point)]
     knobs = {k: v for k, v in point.settings.items() if k in ServeConfig.__dataclass_fields__ and k != "env"}
     b = estimate_budget(
         point.spec(),
@@ -100,23 +110,30 @@ def test_calibrated_budget_does_not_promise_more_kv_than_vllm_reported(point) ->
         ServeConfig(model="m", **knobs),
         vllm_version=point.vllm_version,
         env={},
+        calibration=others,
     )
-    # promising more KV cache than vLLM gives is the unsafe side (before the V1-runner estimate was modelled,
-    # the ngram points were over-promised by 0.3-7 %); under-promising by the activation margin is allowed
-    assert b.kv_tokens <= point.reported["kv_tokens"] * 1.001
+    return b.kv_tokens / point.reported["kv_tokens"] - 1
+
+
+def test_points_come_from_several_studies() -> None:
+    studies = {_study(p) for p in _gpu_points_with_figures()}
+    assert len(studies) >= 4, studies  # else holding one out leaves too little to calibrate on
+
+
+@pytest.mark.parametrize("point", _gpu_points_with_figures(), ids=_point_id)
+def test_calibrated_budget_does_not_promise_more_kv_than_vllm_reported(point) -> None:
+    # each point predicted from the other studies' points only: the calibration is tested on data it was not
+    # fitted on. Promising more KV cache than vLLM gives is the unsafe side (before the V1-runner estimate was
+    # modelled, the ngram points were over-promised by 0.3-7 %); under-promising by the activation margin is
+    # allowed. Measured held out (2026-12-01): at most +0.06 % over (the issue-#5 runs)
+    assert _held_out_error(point) <= 0.001
 
 
 def test_stored_points_are_predicted_closely_not_only_safely() -> None:
     # the safe side alone is not enough: one point's activation far off the model (a V1-runner sampler warm-up
     # at 512 sequences, 1.95 GiB) once scaled every prediction down by up to 31 % through the calibration's
-    # largest-ratio rule
-    errors = []
-    for p in _gpu_points_with_figures():
-        knobs = {k: v for k, v in p.settings.items() if k in ServeConfig.__dataclass_fields__ and k != "env"}
-        b = estimate_budget(
-            p.spec(), GPUProfile.load(p.device), ServeConfig(model="m", **knobs), vllm_version=p.vllm_version, env={}
-        )
-        errors.append(b.kv_tokens / p.reported["kv_tokens"] - 1)
+    # largest-ratio rule. Held out by study (2026-12-01): worst -5.9 % (a30-w4a16 trial 4), mean |error| 0.8 %
+    errors = [_held_out_error(p) for p in _gpu_points_with_figures()]
     assert min(errors) > -0.07
     assert sum(abs(e) for e in errors) / len(errors) < 0.015
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,19 +32,3 @@ def any_info(request: pytest.FixtureRequest) -> VllmInfo:
 @pytest.fixture
 def launch_data() -> Path:
     return DATA
-
-
-@contextlib.contextmanager
-def _vllm_start_lock() -> Iterator[None]:
-    """Hold /tmp/slotune-vllm.lock (shared with manual runs) while a server boots."""
-    with open("/tmp/slotune-vllm.lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-@pytest.fixture(scope="session")
-def vllm_start_lock() -> Callable[[], contextlib.AbstractContextManager[None]]:
-    return _vllm_start_lock

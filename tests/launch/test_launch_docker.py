@@ -15,6 +15,7 @@ import pytest
 from launch.config import ServeConfig
 from launch.docker_backend import DockerServer, container_spec, start_docker_server
 from launch.errors import LaunchFailure
+from tests.conftest import require_module
 
 CFG = ServeConfig(
     model="/data/models/llama 8b",
@@ -51,7 +52,8 @@ def test_container_spec(make_info) -> None:
 
 def test_spec_is_accepted_by_the_docker_sdk(make_info) -> None:
     """docker-py turns the kwargs into the Engine API's create-container body (no daemon needed)."""
-    docker = pytest.importorskip("docker")
+    require_module("docker", "pip install 'slotune[docker]'")
+    import docker
     from docker.models.containers import _create_container_args
 
     spec = dict(container_spec(CFG, make_info("0.26.0"), host="127.0.0.1", port=8123))

@@ -16,6 +16,9 @@ import pytest
 from launch.config import ServeConfig
 from launch.fingerprint import model_fingerprint
 from launch.script import docker_run_command, render_launch_script, write_launch_script
+from launch.vllm_info import VllmInfo
+from tests.conftest import require
+from tuner.vllm_defaults import installed_vllm_version
 
 HOSTILE = ["my model", 'it\'s "quoted"', "$(touch pwned)", "`touch pwned2`", "semi;colon & amp", "new\nline"]
 
@@ -78,10 +81,17 @@ def test_renders_valid_bash_for_every_release(make_info, tmp_path: Path, version
         assert os.access(script, os.X_OK)
 
 
-def test_hostile_paths_stay_literal(make_info, fake_python: Path, tmp_path: Path, vllm_python: str) -> None:
-    from launch.vllm_info import probe_vllm
+@pytest.fixture
+def installed_info(make_info) -> VllmInfo:
+    """The recorded 0.32.0 flags under the version installed here: what launch.sh's version check (run by
+    ``fake_python`` with this interpreter) reads from the package metadata, without importing vLLM."""
+    version = installed_vllm_version()
+    require(version is not None, "vLLM installed for this interpreter (scripts/install-cpu.sh)")
+    return replace(make_info("0.32.0", platform="cpu", python=sys.executable), version=str(version))
 
-    info = replace(probe_vllm(vllm_python), python="/nonexistent/python")  # VLLM_PYTHON overrides it
+
+def test_hostile_paths_stay_literal(installed_info: VllmInfo, fake_python: Path, tmp_path: Path) -> None:
+    info = replace(installed_info, python="/nonexistent/python")  # VLLM_PYTHON overrides it
     for i, hostile in enumerate(HOSTILE):
         model = _model(tmp_path, f"case{i}/{hostile}")
         cfg = ServeConfig(model=str(model), max_model_len=2048).with_env(X_TUNED="a b $(touch pwned)")
@@ -98,10 +108,8 @@ def test_hostile_paths_stay_literal(make_info, fake_python: Path, tmp_path: Path
         assert not list(tmp_path.rglob("pwned*")), "a $(...) or `...` in a path was executed"
 
 
-def test_defaults_version_check_and_fingerprint(fake_python: Path, tmp_path: Path, vllm_python: str) -> None:
-    from launch.vllm_info import probe_vllm
-
-    real = probe_vllm(vllm_python)
+def test_defaults_version_check_and_fingerprint(installed_info: VllmInfo, fake_python: Path, tmp_path: Path) -> None:
+    real = installed_info
     model = _model(tmp_path, "m")
     cfg = ServeConfig(model=str(model))
     fp = model_fingerprint(model)

@@ -1,6 +1,8 @@
-"""End to end against real vLLM (the CPU build): five real server starts in this file (one
-more in test_launch_script_e2e.py). Every start holds /tmp/slotune-vllm.lock while it boots, so
-test runs on a shared machine do not all compile at once."""
+"""End to end against real vLLM (the CPU build): the session's shared server (``tiny_server``, also
+the load generator's) and three starts of their own (timeout, kill -9 of the parent, crash). A length
+that cannot fit the KV space is refused in tests/budget/test_vllm_cpu.py, next to its prediction. Every
+start holds /tmp/slotune-vllm.lock while it boots, so test runs on a shared machine do not all compile
+at once."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,36 +22,13 @@ import pytest
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure, LaunchInputError
-from launch.server import LaunchedServer, group_members, start_server
+from launch.server import group_members, start_server
 from launch.vllm_info import probe_vllm
+from tests.conftest import TinyServer
+from tests.procs import procs_mentioning, wait_until_gone
 
 pytestmark = pytest.mark.vllm
 HERE = Path(__file__).parent
-
-
-def procs_mentioning(token: str) -> list[int]:
-    """PIDs whose command line contains ``token`` (a unique served model name)."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            cmd = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if token in cmd and state not in ("Z", "X"):
-            out.append(int(name))
-    return out
-
-
-def wait_until_gone(token: str, pgid: int | None, timeout: float) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while True:
-        left = sorted(set(procs_mentioning(token)) | set(group_members(pgid) if pgid else []))
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.2)
 
 
 def kv_bytes_per_token(model_dir: Path) -> int:
@@ -60,43 +39,16 @@ def kv_bytes_per_token(model_dir: Path) -> int:
 
 
 class TestGoodStart:
-    @pytest.fixture(scope="class")
-    @classmethod
-    def server(
-        cls,
-        vllm_python: str,
-        tiny_model: Path,
-        cpu_env: dict[str, str],
-        vllm_start_lock: Callable,
-        tmp_path_factory: pytest.TempPathFactory,
-    ) -> Iterator[LaunchedServer]:
-        config = ServeConfig(
-            model=str(tiny_model),
-            served_model_name="tiny",
-            max_model_len=1024,
-            max_num_seqs=8,
-            enable_prefix_caching=False,
-        )
-        progress: list[str] = []
-        with vllm_start_lock():
-            server = start_server(
-                config,
-                python=vllm_python,
-                log_dir=tmp_path_factory.mktemp("logs"),
-                base_env=cpu_env,
-                on_progress=progress.append,
-                startup_timeout_s=400,
-            )
-        server.progress = progress  # type: ignore[attr-defined]
-        with server:
-            yield server
+    """The shared server, on vLLM's default compile path: up, warmed, read back, serving."""
 
-    def test_up_warmed_and_read_back(self, server: LaunchedServer, tiny_model: Path, cpu_env: dict[str, str]) -> None:
+    def test_up_warmed_and_read_back(self, tiny_server: TinyServer, tiny_model: Path, cpu_env: dict[str, str]) -> None:
+        server = tiny_server.server
         assert server.alive() and server.url == f"http://127.0.0.1:{server.port}"
         assert server.pid != server.pgid and server.pid in group_members(server.pgid)
+        assert len(group_members(server.pgid)) >= 3  # watchdog, API server, EngineCore (+ workers)
         assert server.startup_s > 0 and server.log_path.exists()
-        assert server.progress[0].startswith("starting vLLM")  # type: ignore[attr-defined]
-        assert server.log_path.read_text().count("POST /v1/completions") == 2  # the warmup requests
+        assert tiny_server.progress[0].startswith("starting vLLM")
+        assert tiny_server.log_after_start.count("POST /v1/completions") == 2  # the warmup requests
         space = int(cpu_env["VLLM_CPU_KVCACHE_SPACE"]) << 30
         rb = server.readback
         assert rb.kv_cache_memory_bytes == space
@@ -104,10 +56,11 @@ class TestGoodStart:
         assert rb.kv_cache_size_tokens is not None and rb.block_size is not None
         assert abs(rb.kv_cache_size_tokens - expected_tokens) < rb.block_size
         assert rb.num_gpu_blocks == rb.kv_cache_size_tokens // rb.block_size
-        assert rb.max_model_len == 1024
-        assert rb.max_concurrency == pytest.approx(rb.kv_cache_size_tokens / 1024)
+        assert rb.max_model_len == 2048
+        assert rb.max_concurrency == pytest.approx(rb.kv_cache_size_tokens / 2048)
 
-    def test_serves_completions(self, server: LaunchedServer) -> None:
+    def test_serves_completions(self, tiny_server: TinyServer) -> None:
+        server = tiny_server.server
         r = httpx.post(
             f"{server.url}/v1/completions",
             timeout=60,
@@ -115,15 +68,6 @@ class TestGoodStart:
         )
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
         assert server.failure() is None
-
-    def test_stop_is_complete_and_idempotent(self, server: LaunchedServer) -> None:
-        pgid = server.pgid
-        assert len(group_members(pgid)) >= 3  # watchdog, API server, EngineCore (+ workers)
-        server.stop()
-        assert group_members(pgid) == [] and not server.alive()
-        server.stop()  # second call: no error, nothing to do
-        with pytest.raises(httpx.HTTPError):
-            httpx.get(f"{server.url}/health", timeout=2)
 
 
 def test_unknown_flag_is_rejected_before_launch(vllm_python: str, tiny_model: Path, tmp_path: Path) -> None:
@@ -140,22 +84,6 @@ def test_unknown_flag_is_rejected_before_launch(vllm_python: str, tiny_model: Pa
             info=older,
         )
     assert list(tmp_path.iterdir()) == []  # no log: nothing was started
-
-
-def test_max_model_len_that_cannot_fit_the_kv_space(
-    vllm_python: str, cpu_env: dict[str, str], tmp_path: Path, vllm_start_lock: Callable
-) -> None:
-    from tuner.synthetic import write_model
-
-    model = write_model(tmp_path / "long-ctx", "llama-tiny", max_position_embeddings=1 << 22)
-    tokens_in_space = (int(cpu_env["VLLM_CPU_KVCACHE_SPACE"]) << 30) // kv_bytes_per_token(model)
-    name = f"too-long-{uuid.uuid4().hex[:8]}"
-    config = ServeConfig(model=str(model), served_model_name=name, max_model_len=2 * tokens_in_space)
-    with vllm_start_lock(), pytest.raises(LaunchFailure) as e:
-        start_server(config, python=vllm_python, log_dir=tmp_path / "logs", base_env=cpu_env)
-    assert e.value.reason == "kv_cache_too_small_for_max_model_len", str(e.value)
-    assert f"max seq len ({2 * tokens_in_space})" in e.value.detail and e.value.log_tail
-    assert wait_until_gone(name, None, timeout=10) == []
 
 
 def test_startup_timeout_kills_everything(

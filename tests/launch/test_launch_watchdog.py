@@ -92,3 +92,36 @@ def test_nice_lowers_the_priority_of_the_server_and_everything_it_starts(tmp_pat
     if Path("/proc/self/autogroup").exists():
         assert "process and session (autogroup)" in text
     assert os.getpriority(os.PRIO_PROCESS, 0) == ours  # the tuner itself keeps its priority
+
+
+def test_stop_of_a_running_server_is_complete_and_idempotent(tmp_path: Path) -> None:
+    # a stand-in server that forks a grandchild and ignores SIGTERM: stop() must escalate to SIGKILL
+    from launch.config import ServeConfig
+    from launch.server import LaunchedServer, spawn_watched
+    from launch.vllm_info import VllmInfo
+
+    script = (
+        "import signal, subprocess, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "subprocess.Popen(['sleep', '600']); print('up', flush=True); time.sleep(600)"
+    )
+    proc, log, pidfile = spawn_watched([sys.executable, "-c", script], dict(os.environ), tmp_path / "s.log", 1.0)
+    info = VllmInfo.from_help_text("", python=sys.executable, version="0.32.0", platform="cpu")
+    server = LaunchedServer(
+        config=ServeConfig(model="m"),
+        info=info,
+        host="127.0.0.1",
+        port=1,
+        log_path=tmp_path / "s.log",
+        proc=proc,
+        log_file=log,
+        pidfile=pidfile,
+        grace_s=0.5,
+    )
+    deadline = time.monotonic() + 15
+    while "up" not in (tmp_path / "s.log").read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(group_members(server.pgid)) == 3  # watchdog, server, grandchild
+    server.stop()
+    assert group_members(server.pgid) == [] and not server.alive() and server.returncode() is not None
+    server.stop()  # a second call: nothing to do, no error
+    assert not pidfile.exists()

@@ -15,6 +15,10 @@ from loadtest.slo import parse_slos
 from loadtest.workload import load_workload
 
 pytestmark = pytest.mark.vllm
+REQUESTS = 12  # the closed-loop test's, 128 tokens each
+# client vs server means, closed loop at concurrency 4 on the 2-core machine (docs/loadtest.md, "Tests")
+ITL_VS_SERVER_MS = 0.5
+TTFT_OVER_SERVER_MS = 250.0
 
 
 def _workload(tmp_path: Path, body: str, name: str = "w") -> Path:
@@ -36,51 +40,51 @@ def test_prompts_as_long_as_the_context_are_served(vllm_server: str, tiny_model:
 
 
 def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
-    wl = load_workload(_workload(tmp_path, "input_tokens: {dist: uniform, min: 20, max: 200}\noutput_tokens: 256\n"))
+    wl = load_workload(_workload(tmp_path, "input_tokens: {dist: uniform, min: 20, max: 200}\noutput_tokens: 128\n"))
     spec = LoadSpec(
         url=vllm_server,
         model="tiny",
         workload=wl,
         concurrency=4,
-        requests=32,
+        requests=REQUESTS,
         warmup=2,
         tokenizer=str(tiny_model),
         slos=parse_slos("ttft_p95=60s,tpot_p95=10s"),
     )
     r = run_load(spec)
-    assert r.requests_ok == 32 and r.requests_failed == 0, r.failures
-    assert r.output_tokens == 32 * 256
+    assert r.requests_ok == REQUESTS and r.requests_failed == 0, r.failures
+    assert r.output_tokens == REQUESTS * 128
     assert r.token_counts_exact
     measured = [rec for rec in r.records if not rec.warmup]
-    assert len(measured) == 32 and sum(rec.warmup for rec in r.records) == 2
+    assert len(measured) == REQUESTS and sum(rec.warmup for rec in r.records) == 2
     # prompts are exactly the planned length (the server may add one BOS token to each)
     extra = {rec.prompt_tokens - rec.planned_input_tokens for rec in measured}
     assert len(extra) == 1 and extra <= {0, 1}, extra
     assert len({rec.planned_input_tokens for rec in measured}) > 1  # lengths really vary
     assert 0 < r.ttft_ms.p50 <= r.e2e_ms.p50
-    # ITL samples cover each stream from its first to its last token (one sample per token after the
-    # first); TPOT also counts the stream's tail after the last token (finish/usage/[DONE] events), which
-    # on the 2-core CI machine has taken ~20 ms of a ~300 ms decode, so the means differ by that tail only
     for rec in measured:
         t = timings(rec)
-        assert len(t.itl) == t.tokens - 1 == 255
-        span_ms = (rec.chunks[-1].t - rec.chunks[0].t) * 1000.0
-        assert sum(t.itl) == pytest.approx(span_ms, rel=1e-9)
-        assert rec.done_at is not None and rec.done_at >= rec.chunks[-1].t
-        assert t.tpot is not None and t.tpot * 255 == pytest.approx(span_ms + (rec.done_at - rec.chunks[-1].t) * 1000.0)
-    assert 0.5 * r.tpot_ms.mean < r.itl_ms.mean <= r.tpot_ms.mean * (1 + 1e-9)
+        assert len(t.itl) == t.tokens - 1 == 127  # one ITL sample per token after the first
+    # against the server's own figures (/metrics histograms over the same requests): its ITL is the time between
+    # engine outputs, ours between chunks read, so the means differ only by how each stream's first and last
+    # token travelled (spread over 127 gaps); its TTFT counts from the request's arrival, ours from our send
+    srv = r.server
+    print(f"\nTTFT mean {r.ttft_ms.mean:.2f} ms (server {srv['server_ttft_mean_ms']:.2f})")
+    print(f"ITL mean {r.itl_ms.mean:.3f} ms (server {srv['server_itl_mean_ms']:.3f})")
+    assert srv["server_requests"] == REQUESTS and srv["server_generation_tokens"] == REQUESTS * 128
+    assert abs(r.itl_ms.mean - srv["server_itl_mean_ms"]) <= ITL_VS_SERVER_MS
+    assert 0 <= r.ttft_ms.mean - srv["server_ttft_mean_ms"] <= TTFT_OVER_SERVER_MS
+    assert r.itl_ms.mean <= r.tpot_ms.mean  # TPOT also spans each stream's tail after its last token
     assert r.slo_met is True and r.goodput_req_s == pytest.approx(r.throughput_req_s)
-    # server side: /metrics scraped; random prompts must not hit the prefix cache
-    assert r.server["server_generation_tokens"] >= 32 * 256
     # polled every 0.2 s during the run, in the load generator's own event loop: whether a poll lands while
     # the server runs a request depends on how the 2-core CI machine schedules the generator next to the
-    # (not reniced) server. Twice in CI none did (with 64-token answers, then with 256: peak 0.0 while
+    # server (then not reniced). Twice in CI none did (with 64-token answers, then with 256: peak 0.0 while
     # every other figure held), and once more later for the KV gauge (kv_cache_usage_peak 0.0), so the
     # gauges must be read here, not seen above 0; the peak logic itself is tested against a scripted
     # /metrics (tests/loadtest, Scraper)
     assert "requests_running_peak" in r.server, r.server
     assert 0 <= r.server["kv_cache_usage_peak"] <= 1, r.server
-    assert r.server["prefix_cache_hit_rate"] < 0.05
+    assert r.server["prefix_cache_hit_rate"] < 0.05  # random prompts must not hit the prefix cache
 
 
 def test_shared_prefix_hits_the_cache(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:

@@ -122,7 +122,9 @@ def test_hang_times_out() -> None:
 def test_good_stream_over_a_socket() -> None:
     r = asyncio.run(_run("ok"))
     assert r.requests_ok == 3 and r.output_tokens == 9 and r.token_counts_exact
-    assert r.itl_ms.p50 is not None and r.itl_ms.p50 >= 1.0  # the server's 2 ms pauses are seen
+    # the server's 2 ms pauses are seen, and not much more: its timers only fire late (p50 2.2-7.3 ms over 15
+    # runs at load ~6 on the 2-core machine); test_timing_socket.py measures the error against server stamps
+    assert r.itl_ms.p50 is not None and 1.0 <= r.itl_ms.p50 <= 20.0
 
 
 def test_a_reset_connection_leaves_no_unretrieved_future(caplog: pytest.LogCaptureFixture) -> None:

@@ -14,6 +14,11 @@ vllm:prefix_cache_hits_total{engine="0",model_name="m"} 100.0
 vllm:request_queue_time_seconds_sum{engine="0",model_name="m"} 1.0
 vllm:request_queue_time_seconds_count{engine="0",model_name="m"} 10.0
 vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 0.5
+vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 10.0
+vllm:inter_token_latency_seconds_sum{engine="0",model_name="m"} 2.0
+vllm:inter_token_latency_seconds_count{engine="0",model_name="m"} 100.0
+vllm:e2e_request_latency_seconds_count{engine="0",model_name="m"} 10.0
 vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="0",num_gpu_blocks="512"} 1.0
 """
 AFTER = """vllm:num_preemptions_total{engine="0",model_name="m"} 5.0
@@ -25,6 +30,11 @@ vllm:request_queue_time_seconds_count{engine="0",model_name="m"} 30.0
 vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 100.0
 vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 400.0
 vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 300.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 1.5
+vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 30.0
+vllm:inter_token_latency_seconds_sum{engine="0",model_name="m"} 8.0
+vllm:inter_token_latency_seconds_count{engine="0",model_name="m"} 300.0
+vllm:e2e_request_latency_seconds_count{engine="0",model_name="m"} 30.0
 vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="0",num_gpu_blocks="512"} 1.0
 """
 
@@ -38,6 +48,8 @@ def test_summary_deltas_rates_and_peaks() -> None:
     assert s["queue_time_mean_ms"] == pytest.approx(100.0)
     assert "spec_decode_acceptance_rate" not in s  # absent before the run: no delta
     assert s["kv_cache_usage_peak"] == 0.42 and s["kv_cache_tokens"] == 512 * 16
+    assert s["server_requests"] == 20
+    assert s["server_ttft_mean_ms"] == pytest.approx(1000 * 1.0 / 20) and s["server_itl_mean_ms"] == pytest.approx(30.0)
 
 
 def test_spec_decode_acceptance() -> None:

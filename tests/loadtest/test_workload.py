@@ -119,10 +119,12 @@ def test_synthetic_prompts_are_reproducible_and_distinct() -> None:
     assert len(firsts) == 50  # no two share their first block: no accidental prefix-cache hits
 
 
-def test_exact_lengths_with_tokenizer(tiny_model: Path) -> None:
+def test_exact_lengths_with_tokenizer(tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    from tuner.synthetic import write_model
+
+    tok = AutoTokenizer.from_pretrained(str(write_model(tmp_path / "m", "llama-tiny", weights=False)))
     w = load_workload("chat")
     f = PromptFactory(w, seed=0, tokenizer=tok)
     for i in range(10):

@@ -25,7 +25,14 @@ from tuner.quantize import QuantizeRecipe, QuantizeResult, quantize
 # quantized Linears, fused siblings together) are restored and the model is quantized a second time
 # (after which the restoration budget is spent). The same as `tune quantize --restore-below 0.9999`.
 RESTORING = QuantizeRecipe(restore_below=0.9999)
-SAMPLES = 16
+SAMPLES = 8  # calibration sequences; the quantization time grows with them (docs/testing.md)
+
+
+@pytest.fixture(autouse=True)
+def one_thread_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Quantization workers (which inherit this environment) run one OpenMP thread: the tiny model needs no
+    more, and threads waiting for each other on the busy 2-core machine lose time (docs/testing.md)."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
@@ -63,17 +70,19 @@ def quant_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def quantized(quant_python: str, tiny_model: Path, quant_dirs: dict[str, Path]) -> QuantizeResult:
     """The tiny Llama quantized once (with layer restoration), shared by the tests that inspect it."""
     lines: list[str] = []
-    result = quantize(
-        tiny_model,
-        quant_dirs["out"],
-        python=quant_python,
-        recipe=RESTORING,
-        samples=SAMPLES,
-        cache_dir=quant_dirs["cache"],
-        on_progress=lines.append,
-    )
+    with pytest.MonkeyPatch.context() as mp:  # a session fixture: one_thread_workers is not set up yet
+        mp.setenv("OMP_NUM_THREADS", "1")
+        result = quantize(
+            tiny_model,
+            quant_dirs["out"],
+            python=quant_python,
+            recipe=RESTORING,
+            samples=SAMPLES,
+            cache_dir=quant_dirs["cache"],
+            on_progress=lines.append,
+        )
     assert lines and lines[-1] == "done", lines
-    print("\nquantized tiny-llama:", result.quality.summary())
+    print("\nquantized tiny-llama:", result.quality.summary(), "| worker seconds:", result.measured.get("timings_s"))
     return result
 
 

@@ -1,12 +1,18 @@
 """`tune … --quantize awq`: quantization is the pipeline's first step and its output becomes a knob."""
 
-import optuna
+import json
 
+import optuna
+import pytest
+
+from tests.quantize.conftest import SAMPLES
 from tuner.inputs import load_inputs
 from tuner.pipeline import base_config, space_context
 from tuner.quantize_step import maybe_quantize
 from tuner.settings import resolve
 from tuner.space import suggest_config
+
+pytestmark = pytest.mark.quantize
 
 
 def test_quantize_first_then_search_both_variants(quant_python, tiny_model, vllm_python, tmp_path, monkeypatch):
@@ -19,6 +25,7 @@ def test_quantize_first_then_search_both_variants(quant_python, tiny_model, vllm
             "slo": "ttft_p95=2s",
             "quantize": "awq",
             "quantize_python": quant_python,
+            "quantize_samples": SAMPLES,  # the pipeline passes it on (128 by default: minutes on 2 cores)
             "out": str(tmp_path / "study"),
             "vllm_python": vllm_python,
         },
@@ -28,6 +35,8 @@ def test_quantize_first_then_search_both_variants(quant_python, tiny_model, vllm
     assert qdir is not None and qdir.startswith(str(tmp_path / "study"))
     cfg = (tmp_path / "study" / "quantized" / "config.json").read_text()
     assert "compressed-tensors" in cfg and "pack-quantized" in cfg
+    manifest = json.loads((tmp_path / "study" / "quantized" / "slotune-quantize.json").read_text())
+    assert manifest["samples"] == SAMPLES
     ctx = space_context(inputs, base_config(inputs), qdir)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     models = {suggest_config(study.ask(), ctx).model for _ in range(12)}

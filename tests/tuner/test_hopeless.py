@@ -136,7 +136,7 @@ def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_pat
     import launch.script  # no vLLM flags to check here: the launch script is not what this test is about
 
     monkeypatch.setattr(launch.script, "write_launch_script", lambda *a, **k: None)
-    pipeline.tune(inp, versions={})
+    pipeline.tune(inp, versions={"vllm": "0.32.0"})  # non-empty: {} would run the real version probe
     assert seen == [None, 10.0, 14.0]
 
 

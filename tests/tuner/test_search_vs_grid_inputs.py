@@ -1,31 +1,38 @@
 """bench/search_vs_grid.py: --grid values; --search-from compares a grid only with a study measured the same way."""
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from search_vs_grid import parse_grid, same_measurement  # noqa: E402
+from search_vs_grid import build_parser, parse_grid, same_measurement, tune_settings  # noqa: E402
 
 from tuner.errors import UsageError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_committed_a30_study_matches_the_gpu_grid_script_settings():
-    ours = {
-        "gpu": "a30",
-        "slo": "ttft_p95=2s,tpot_p95=60ms",
-        "workload": "chat",
-        "level_seconds": 8.0,
-        "emulate_on": "auto",
-        "load_format": "dummy",
-        "output_tokens": None,
-        "seed": 0,
-    }
-    same_measurement(ROOT / "results/h200-llama-3-8b-a30", ours)  # what scripts/gpu/h200-grid.sh a30 passes
+def _grid_script_args(target: str, search: str) -> list[str]:
+    """The arguments scripts/gpu/h200-grid-args.sh gives every grid call (its own file, sourced by bash;
+    the model path of h200-env.sh stands in, nothing is started)."""
+    code = (
+        "model=/tmp/models/llama-3-8b; w4a16_model() { :; }; target=$1; SEARCH=$2; "
+        'source scripts/gpu/h200-grid-args.sh; printf "%s\\0" "${grid_args[@]}"'
+    )
+    out = subprocess.run(
+        ["bash", "-c", code, "bash", target, search], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    return out.split("\0")[:-1]
+
+
+@pytest.mark.parametrize(("target", "search"), [("a30", "a30"), ("h200", "h200"), ("a30", "a30-w4a16")])
+def test_the_gpu_grid_script_measures_like_the_committed_study_it_is_compared_with(target, search, tmp_path):
+    args = build_parser().parse_args([*_grid_script_args(target, search), "--out", str(tmp_path)])
+    assert args.search_from == Path(f"results/h200-llama-3-8b-{search}")
+    same_measurement(ROOT / args.search_from, tune_settings(args).to_dict())  # raises when they differ
 
 
 def test_a_study_measured_with_other_levels_is_refused(tmp_path):
