@@ -28,7 +28,18 @@ from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
 from tuner.outputs import Summary, summarize, write_outputs
 from tuner.report_html import write_report
 from tuner.space import SpaceContext, suggest_config
-from tuner.study import enqueue_first, finished, open_study, results_of, run_study, timelines_of
+from tuner.study import (
+    STUDY_NAME,
+    check_storage,
+    enqueue_first,
+    finished,
+    open_study,
+    results_of,
+    run_study,
+    storage_for,
+    timelines_of,
+)
+from tuner.study_identity import check_same_study, study_defines
 from tuner.time_budget import TimeBudget
 from tuner.trial_result import TrialResult
 
@@ -118,7 +129,7 @@ def trial_context(inp: Inputs, log_dir: Path) -> TrialContext:
 def metadata(inp: Inputs, versions: dict[str, Any], fingerprint: str) -> dict[str, Any]:
     return {
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "settings": inp.settings.to_dict(),
+        "settings": inp.settings.public_dict(),
         "slo": inp.settings.slo,
         "workload": inp.workload.name,
         "gpu": {
@@ -131,6 +142,23 @@ def metadata(inp: Inputs, versions: dict[str, Any], fingerprint: str) -> dict[st
         "versions": versions,
         "notes": list(inp.notes),
     }
+
+
+def storage_url(inp: Inputs) -> str:
+    """--storage, or the study file in the out folder."""
+    return inp.settings.storage or f"sqlite:///{inp.out.resolve()}/study.db"
+
+
+def preflight(inp: Inputs) -> None:
+    """Before any work (quantization, the first trial): the study storage opens, holds a study exactly when
+    --resume says so, and a resumed study keeps the settings that define it (tuner.study_identity)."""
+    from launch.fingerprint import model_fingerprint
+
+    s = inp.settings
+    check_storage(storage_url(inp), resume=s.resume)
+    if s.resume:
+        study = optuna.load_study(study_name=STUDY_NAME, storage=storage_for(storage_url(inp)))
+        check_same_study(study, study_defines(inp, model_fingerprint(inp.model_dir)))
 
 
 def importances(study: optuna.Study) -> dict[str, float]:
@@ -162,13 +190,14 @@ def tune(
     out = inp.out
     out.mkdir(parents=True, exist_ok=True)
     progress = progress or Progress(s.trials)
-    progress.say(f"resolved settings: {s.to_dict()}")
+    progress.say(f"resolved settings: {s.public_dict()}")
     versions = versions or collect_versions(s.vllm_python)
     fingerprint = model_fingerprint(inp.model_dir)
     meta = metadata(inp, versions, fingerprint)
     base = base_config(inp)
     sctx = space_context(inp, base, quantized or s.quantized_model)
-    study = open_study(s.storage or f"sqlite:///{out.resolve()}/study.db", resume=s.resume, seed=s.seed)
+    study = open_study(storage_url(inp), resume=s.resume, seed=s.seed, must_exist=s.resume)
+    check_same_study(study, study_defines(inp, fingerprint))
     enqueue_first(study, warm_start or [], baseline=True)
     # the best goodput so far, for cutting a hopeless trial short after its probe (tuner.objective)
     best_now: list[float | None] = [summarize(results_of(study)).best_goodput]
