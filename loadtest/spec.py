@@ -68,21 +68,21 @@ def validate(s: LoadSpec) -> list[str]:
     if (s.rate is None) == (s.concurrency is None):
         p.append("give exactly one of --rate (open loop) and --concurrency (closed loop)")
     if not _within(s.rate, 0, MAX_RATE):
-        p.append(f"--rate must be a number of requests/s > 0 and ≤ {MAX_RATE:g}, got {s.rate:g}")
+        p.append(f"--rate must be a positive number of requests/s (at most {MAX_RATE:g}), got {s.rate:g}")
     if not _within(s.concurrency, 0, MAX_CONCURRENCY):
-        p.append(f"--concurrency must be from 1 to {MAX_CONCURRENCY}, got {s.concurrency}")
+        p.append(f"--concurrency must be ≥ 1 (at most {MAX_CONCURRENCY}), got {s.concurrency}")
     if (s.requests is None) == (s.duration_s is None):
         p.append("give exactly one of --requests and --duration")
     if not _within(s.requests, 0, MAX_REQUESTS):
-        p.append(f"--requests must be from 1 to {MAX_REQUESTS}, got {s.requests}")
+        p.append(f"--requests must be ≥ 1 (at most {MAX_REQUESTS}), got {s.requests}")
     if not _within(s.duration_s, 0, MAX_SECONDS):
-        p.append(f"--duration must be a number of seconds > 0 and ≤ {MAX_SECONDS}, got {s.duration_s:g}")
+        p.append(f"--duration must be > 0 seconds (at most {MAX_SECONDS}), got {s.duration_s:g}")
     if s.rate is not None and s.duration_s is not None and s.rate * s.duration_s > MAX_REQUESTS:
         p.append(f"--rate × --duration asks for over {MAX_REQUESTS} requests; lower one of them")
     if not _within(s.output_tokens, 0, MAX_TOKENS):
-        p.append(f"--output-tokens must be from 1 to {MAX_TOKENS}, got {s.output_tokens}")
+        p.append(f"--output-tokens must be ≥ 1 (at most {MAX_TOKENS}), got {s.output_tokens}")
     if not _within(s.warmup, -1, MAX_REQUESTS):
-        p.append(f"--warmup must be from 0 to {MAX_REQUESTS}, got {s.warmup}")
+        p.append(f"--warmup must be ≥ 0 (at most {MAX_REQUESTS}), got {s.warmup}")
     if s.arrival not in arrivals.ARRIVALS:
         p.append(f"--arrival {s.arrival!r} is unknown; use one of {', '.join(arrivals.ARRIVALS)}")
     if not _within(s.burstiness, 0, 1e6):
@@ -90,7 +90,7 @@ def validate(s: LoadSpec) -> list[str]:
     if s.endpoint not in ENDPOINTS:
         p.append(f"--endpoint {s.endpoint!r} is unknown; use one of {', '.join(ENDPOINTS)}")
     if not _within(s.timeout_s, 0, MAX_SECONDS):
-        p.append(f"--timeout must be a number of seconds > 0 and ≤ {MAX_SECONDS}, got {s.timeout_s:g}")
+        p.append(f"--timeout must be > 0 seconds (at most {MAX_SECONDS}), got {s.timeout_s:g}")
     if not _is_http_url(s.url):
         p.append(f"--url {mask(s.url)!r} is not an http(s) URL; e.g. http://127.0.0.1:8000")
     return p

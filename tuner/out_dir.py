@@ -29,7 +29,7 @@ def _holder(fd: int) -> str:
 def claimed(folder: Path, what: str = "--out") -> Iterator[Path]:
     """Hold ``folder`` for this run. A folder created here that is still empty afterwards (the run stopped
     on bad input) is removed again."""
-    created = not folder.exists()
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]  # created here, deepest first
     check_output_dir(folder, what)
     lock = folder / LOCK_NAME
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
@@ -46,6 +46,10 @@ def claimed(folder: Path, what: str = "--out") -> Iterator[Path]:
         yield folder
     finally:
         os.close(fd)  # releases the lock
-        if created and [p.name for p in folder.iterdir()] == [LOCK_NAME]:
+        if missing and [p.name for p in folder.iterdir()] == [LOCK_NAME]:
             lock.unlink(missing_ok=True)
-            folder.rmdir()
+            for made in missing:
+                try:
+                    made.rmdir()
+                except OSError:  # not empty: something else was written there meanwhile
+                    break

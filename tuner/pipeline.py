@@ -27,10 +27,10 @@ from tuner.inputs import Inputs, measure_plan
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
 from tuner.outputs import Summary, summarize, write_outputs
 from tuner.report_html import write_report
+from tuner.settings import TuneSettings
 from tuner.space import SpaceContext, suggest_config
 from tuner.study import (
     STUDY_NAME,
-    check_storage,
     enqueue_first,
     finished,
     open_study,
@@ -144,20 +144,18 @@ def metadata(inp: Inputs, versions: dict[str, Any], fingerprint: str) -> dict[st
     }
 
 
-def storage_url(inp: Inputs) -> str:
+def storage_url(settings: TuneSettings) -> str:
     """--storage, or the study file in the out folder."""
-    return inp.settings.storage or f"sqlite:///{inp.out.resolve()}/study.db"
+    return settings.storage or f"sqlite:///{settings.out_dir().resolve()}/study.db"
 
 
-def preflight(inp: Inputs) -> None:
-    """Before any work (quantization, the first trial): the study storage opens, holds a study exactly when
-    --resume says so, and a resumed study keeps the settings that define it (tuner.study_identity)."""
+def check_resume(inp: Inputs) -> None:
+    """Before any work (quantization, the first trial): a resumed study keeps the settings that define it
+    (tuner.study_identity). The storage itself is checked earlier (tuner.study.check_storage)."""
     from launch.fingerprint import model_fingerprint
 
-    s = inp.settings
-    check_storage(storage_url(inp), resume=s.resume)
-    if s.resume:
-        study = optuna.load_study(study_name=STUDY_NAME, storage=storage_for(storage_url(inp)))
+    if inp.settings.resume:
+        study = optuna.load_study(study_name=STUDY_NAME, storage=storage_for(storage_url(inp.settings)))
         check_same_study(study, study_defines(inp, model_fingerprint(inp.model_dir)))
 
 
@@ -196,7 +194,7 @@ def tune(
     meta = metadata(inp, versions, fingerprint)
     base = base_config(inp)
     sctx = space_context(inp, base, quantized or s.quantized_model)
-    study = open_study(storage_url(inp), resume=s.resume, seed=s.seed, must_exist=s.resume)
+    study = open_study(storage_url(s), resume=s.resume, seed=s.seed, must_exist=s.resume)
     check_same_study(study, study_defines(inp, fingerprint))
     enqueue_first(study, warm_start or [], baseline=True)
     # the best goodput so far, for cutting a hopeless trial short after its probe (tuner.objective)

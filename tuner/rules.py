@@ -40,7 +40,7 @@ def whole(low: int, high: int, unit: str = "", example: int | None = None) -> Ru
 
 
 def seconds(high: float, example: str) -> Rule:
-    valid = f"a number of seconds > 0 and ≤ {high:g}"
+    valid = f"a number of seconds > 0 and ≤ {high:,.0f}"
     return Rule(valid, example, lambda value: None if value > 0 else f"must be {valid}", high=high)
 
 

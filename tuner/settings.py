@@ -126,6 +126,7 @@ def check_setting(name: str, value: Any, where: str | None = None) -> Any:
     (``where``: "slotune.yaml:4"). Returns it as the field's type; else a UsageError (ProfileError for a
     file) naming the value, what is valid and a fix."""
     f = FIELDS[name]
+    given = value
     value = _of_type(f, value, text=where is None)
     wrong_type = not isinstance(value, f.type) or (isinstance(value, bool) and f.type is not bool)
     problem = f"must be {f.valid}" if wrong_type else f.rule.problem(value)
@@ -134,7 +135,7 @@ def check_setting(name: str, value: Any, where: str | None = None) -> Any:
     flag = "--" + name.replace("_", "-")
     if where is None:
         fix = "" if "e.g." in problem else f"; e.g. {flag} {f.rule.example}"
-        raise UsageError(f"{flag} {mask(str(value))!r}: {problem}{fix}")
+        raise UsageError(f"{flag} {mask(str(given))!r}: {problem}{fix}")
     fix = "" if "e.g." in problem else f"; e.g. {name}: {f.rule.example}"
     raise ProfileError(f"{where}: key '{name}' {mask(repr(value))}: {problem}{fix}")
 

@@ -20,8 +20,9 @@ def run(args: argparse.Namespace) -> int:
     from tuner.commands.tune import print_outcome
     from tuner.inputs import load_inputs
     from tuner.out_dir import claimed
-    from tuner.pipeline import preflight, tune
+    from tuner.pipeline import check_resume, storage_url, tune
     from tuner.settings import resolve
+    from tuner.study import check_storage
     from tuner.synthetic import write_model
 
     out = check_output_dir(args.out, "--out")
@@ -43,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"writing a tiny random-weight Llama to {model}", flush=True)
         write_model(model, "llama-tiny")
     with claimed(settings.out_dir()):
+        check_storage(storage_url(settings), resume=settings.resume)
         inputs = load_inputs(settings)
-        preflight(inputs)
+        check_resume(inputs)
         outcome = tune(inputs)
     print_outcome(outcome.out, outcome.summary, settings.slo)
     return outcome.exit_code

@@ -78,13 +78,15 @@ def print_outcome(out: Path, summary: Any, slo: str, confirmation: Any = None) -
 def run(args: argparse.Namespace) -> int:
     from tuner.inputs import load_inputs
     from tuner.out_dir import claimed
-    from tuner.pipeline import preflight, tune
+    from tuner.pipeline import check_resume, storage_url, tune
     from tuner.quantize_step import maybe_quantize
+    from tuner.study import check_storage
 
     settings = settings_from_args(args)
     with claimed(settings.out_dir()):
+        check_storage(storage_url(settings), resume=settings.resume)
         inputs = load_inputs(settings)
-        preflight(inputs)
+        check_resume(inputs)
         quantized = maybe_quantize(settings, inputs)
         outcome = tune(inputs, quantized=quantized)
     print_outcome(outcome.out, outcome.summary, settings.slo, outcome.confirmation)
