@@ -89,7 +89,11 @@ def _describe(path: Path, exc: yaml.YAMLError) -> str:
 
 def read_yaml(path: Path, error: type[Exception], max_bytes: int = MAX_BYTES) -> tuple[Any, dict[str, int]]:
     """(the document, {top-level key: its line}); an empty file is ``None``."""
-    loader = _StrictLoader(read_text(path, error, max_bytes))
+    text = read_text(path, error, max_bytes)
+    try:
+        loader = _StrictLoader(text)  # its reader refuses control characters (NUL) here already
+    except yaml.YAMLError as exc:
+        raise error(_describe(path, exc)) from None
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
