@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 MAX_BYTES = 4 << 20  # far above any profile or project file; a replay dataset has its own reader
+MAX_DEPTH = 32  # levels of nested lists/mappings; profiles use 3
 
 
 def read_text(path: Path, error: type[Exception], max_bytes: int = MAX_BYTES) -> str:
@@ -50,18 +51,28 @@ def read_json(path: Path, error: type[Exception], max_bytes: int = MAX_BYTES) ->
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses aliases and duplicate keys."""
+    """SafeLoader that refuses aliases, duplicate keys and deep nesting."""
+
+    depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
             raise yaml.composer.ComposerError(
                 None,
                 None,
                 f"alias *{event.anchor} is not allowed in slotune files; write the value out",
                 event.start_mark,
             )
-        return super().compose_node(parent, index)
+        if self.depth >= MAX_DEPTH:  # refused long before Python's recursion limit, which takes seconds to reach
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_DEPTH} levels; no slotune file needs that", event.start_mark
+            )
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: set[Any] = set()

@@ -145,7 +145,7 @@ def test_two_runs_on_one_out_at_once(model, no_vllm, tmp_path, capsys, monkeypat
         ("G", b"gpu: a30\nslo: ttft_p95=2s\ngpu: h200\n", ["slotune.yaml:3", "key 'gpu' appears twice"]),
         ("G", b"trials: 3\nunknown_key: 1\n", ["slotune.yaml:2: unknown key 'unknown_key'"]),
         ("G", b"- a\n- b\n", ["must be a mapping"]),
-        ("G", b"[" * 20000, ["nested too deeply"]),
+        ("G", b"[" * 20000, ["nested deeper than 32 levels"]),
     ],
 )
 def test_project_file(cls, text, needles, no_vllm, tmp_path, capsys, monkeypatch):
