@@ -103,6 +103,11 @@ STORAGE = Rule(
     _storage,
 )
 FLAG = Rule("true or false", "true")
+VERSION = Rule(
+    "a release number such as 0.26.0",
+    "0.26.0",
+    lambda value: None if re.fullmatch(r"\d+\.\d+(\.\d+)?[\w.+-]*", value) else "must be a release number",
+)
 SEED = whole(0, MAX_SEED)
 FRACTION = Rule("a fraction > 0 and ≤ 1", "0.9", lambda value: None if value > 0 else "must be > 0", high=1)
 

@@ -31,7 +31,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-batched-tokens", type=tokens, help="default: vLLM's for this device")
     p.add_argument("--kv-cache-dtype", choices=("auto", "fp8"), default=None)
     p.add_argument("--tensor-parallel-size", type=flag_type(int, rules.whole(1, 1024)), default=None)
-    p.add_argument("--vllm-version", help="vLLM release to predict for (default: the installed one)")
+    p.add_argument(
+        "--vllm-version",
+        type=flag_type(str, rules.VERSION),
+        help="vLLM release to predict for, e.g. 0.26.0 (default: the installed one)",
+    )
     p.add_argument("--json", action="store_true", help="print the budget as JSON")
 
 
