@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from loadtest import steady
 from loadtest.records import RequestRecord
 from loadtest.report import Dist, LoadReport, percentile
 from loadtest.slo import SLO
@@ -155,4 +156,16 @@ def compute_metrics(
         token_counts_exact=all(t.exact for t in per_req),
         samples=samples,
         records=every,
+        steady=steady.judge(recs, slos, _tail_slo_values(recs, slos)),
     )
+
+
+def _tail_slo_values(recs: list[RequestRecord], slos: tuple[SLO, ...]) -> dict[str, float | None]:
+    """SLO values over the requests scheduled in the last half of the send window."""
+    if not recs:
+        return {}
+    first, last = min(r.scheduled_at for r in recs), max(r.scheduled_at for r in recs)
+    tail = [r for r in recs if r.scheduled_at >= first + (last - first) / 2]
+    per_req = [timings(r) for r in tail if r.ok]
+    failed = sum(1 for r in tail if not r.ok)
+    return {s.key: _slo_value(s, per_req, failed) for s in slos}

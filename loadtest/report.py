@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadtest.slo import SLO
+from loadtest.steady import Steadiness
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2e")
@@ -91,6 +92,12 @@ class LoadReport:
     token_counts_exact: bool
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict, repr=False, compare=False)
     records: tuple[Any, ...] = field(default=(), repr=False, compare=False)  # the raw RequestRecords
+    steady: Steadiness | None = None  # loadtest.steady: the level's steady-state checks (None: too few requests)
+
+    @property
+    def holds(self) -> bool:
+        """Every SLO met over the whole run and the run in steady state (the capacity search's verdict)."""
+        return bool(self.slo_met) and (self.steady is None or self.steady.holds)
 
     def value(self, metric: str, pct: float) -> float | None:
         """Any percentile (e.g. 99.9) of ``ttft``/``tpot``/``itl``/``e2e``/``schedule_lag``, in ms."""
@@ -121,6 +128,7 @@ class LoadReport:
             "slo_met": self.slo_met,
             "slo_values": dict(self.slo_values),
             "token_counts_exact": self.token_counts_exact,
+            "steady": self.steady.to_dict() if self.steady is not None else None,
         }
 
 

@@ -19,6 +19,7 @@ from loadtest import arrivals
 from loadtest.abandon import MissCounter
 from loadtest.client import Prepared, build_body, send
 from loadtest.errors import LoadtestInputError, ServerUnreachable
+from loadtest.level_end import LevelEnd
 from loadtest.metrics import compute_metrics
 from loadtest.prompts import PromptFactory, load_tokenizer
 from loadtest.records import ABANDONED, RequestRecord
@@ -119,41 +120,50 @@ class _Run:
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         return out
 
+    def _offsets(self, rate: float) -> list[float]:
+        """The send schedule: ``requests`` or ``duration_s``; with ``steady_e2e_multiple``, arrivals up to
+        ``max_duration_s`` of which the level sends at least ``requests``."""
+        s = self.spec
+        kw = {"arrival": s.arrival, "burstiness": s.burstiness, "seed": s.seed}
+        if s.steady_e2e_multiple is None or s.max_duration_s is None or s.requests is None:
+            return arrivals.schedule(rate, count=s.requests, duration_s=s.duration_s, **kw)
+        longest = arrivals.schedule(rate, duration_s=s.max_duration_s, **kw)
+        return longest if len(longest) >= s.requests else arrivals.schedule(rate, count=s.requests, **kw)
+
     async def open(self, rate: float, first: int) -> list[RequestRecord]:
         s = self.spec
-        offsets = arrivals.schedule(
-            rate,
-            count=s.requests,
-            duration_s=s.duration_s,
-            arrival=s.arrival,
-            burstiness=s.burstiness,
-            seed=s.seed,
-        )
-        reqs = [self.prepare(first + k) for k in range(len(offsets))]
+        offsets = self._offsets(rate)
         start = self.clock.now() + 0.005
         tasks: list[asyncio.Task[RequestRecord]] = []
-        counter = MissCounter(s.slos, len(offsets)) if s.abandon_when_lost else None
+        sent: list[tuple[Prepared, float]] = []
+        planned = s.requests if s.requests is not None else len(offsets)
+        counter = MissCounter(s.slos, planned) if s.abandon_when_lost else None
+        stop = LevelEnd(s.requests or len(offsets), s.steady_e2e_multiple)
         lost = asyncio.Event()
 
         def judge(task: asyncio.Task[RequestRecord]) -> None:
-            if counter is not None and not task.cancelled() and task.exception() is None:
-                if counter.add(task.result()):
-                    lost.set()
+            if task.cancelled() or task.exception() is not None:
+                return
+            stop.add(task.result())
+            if counter is not None and counter.add(task.result()):
+                lost.set()
 
-        for off, req in zip(offsets, reqs, strict=True):
-            if lost.is_set():
+        for k, off in enumerate(offsets):
+            if lost.is_set() or stop.reached(k, off):
                 break
+            req = self.prepare(first + k)  # before the wait: building a prompt is not counted as lateness
             t = start + off
             await self.clock.sleep_until(t)
             task = asyncio.create_task(send(self.transport, self.clock, self.url, req, t, s.timeout_s))
             task.add_done_callback(judge)
             tasks.append(task)
+            sent.append((req, t))
         if lost.is_set():
             for task in tasks:
                 task.cancel()
         results = await asyncio.gather(*tasks, return_exceptions=True)
         out: list[RequestRecord] = []
-        for req, t_off, res in zip(reqs, offsets, results, strict=False):
+        for (req, t), res in zip(sent, results, strict=True):
             if isinstance(res, RequestRecord):
                 out.append(res)
             elif isinstance(res, asyncio.CancelledError):
@@ -161,8 +171,8 @@ class _Run:
                 out.append(
                     RequestRecord(
                         index=req.index,
-                        scheduled_at=start + t_off,
-                        sent_at=start + t_off,
+                        scheduled_at=t,
+                        sent_at=t,
                         failure=ABANDONED,
                         detail=f"level abandoned: {lost_slo} already lost",
                     )

@@ -49,6 +49,10 @@ class LoadSpec:
     # open loop only: stop sending once an SLO is certainly lost (in-flight requests are cancelled and
     # counted as "abandoned" failures); the capacity search uses it to skip the rest of a lost level
     abandon_when_lost: bool = False
+    # open loop with ``requests``: a steady-state level keeps sending past them until it has lasted this many
+    # times the mean end-to-end latency of its completed requests, for at most ``max_duration_s``
+    steady_e2e_multiple: float | None = None
+    max_duration_s: float | None = None
 
     def __post_init__(self) -> None:
         problems = validate(self)
@@ -83,6 +87,10 @@ def validate(s: LoadSpec) -> list[str]:
         p.append(f"--output-tokens must be ≥ 1 (at most {MAX_TOKENS}), got {s.output_tokens}")
     if not _within(s.warmup, -1, MAX_REQUESTS):
         p.append(f"--warmup must be ≥ 0 (at most {MAX_REQUESTS}), got {s.warmup}")
+    if s.steady_e2e_multiple is not None and (
+        s.rate is None or s.requests is None or s.max_duration_s is None or not s.steady_e2e_multiple > 0
+    ):
+        p.append("a steady-state level needs --rate, --requests, a positive multiple and a maximum duration")
     if s.arrival not in arrivals.ARRIVALS:
         p.append(f"--arrival {s.arrival!r} is unknown; use one of {', '.join(arrivals.ARRIVALS)}")
     if not _within(s.burstiness, 0, 1e6):

@@ -1,20 +1,30 @@
-"""End to end on real vLLM (CPU build): the slice `tune … --trials 3`, its launch.sh serving, and the
-nightly re-tune (unchanged → re-verified; same-shape weight change → detected and re-tuned)."""
+"""End to end on real vLLM (CPU build): the slice `tune … --trials 2` with its certifying soaks, the frozen
+launch.sh held to the certified rate by vLLM's own benchmark client, and the nightly re-tune
+(unchanged → re-verified by a soak; same-shape weight change → detected and re-tuned)."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+from html import unescape
+from pathlib import Path
 
 import httpx
 import pandas as pd
 import pytest
 
 pytestmark = pytest.mark.vllm
+
+ROOT = Path(__file__).resolve().parent.parent
+SLO = "ttft_p95=2s"
+SOAK_S = "30"  # certifying soaks in this test (the CPU default is 120 s)
+CROSS_CHECK_S = 120  # vLLM's benchmark at 95 % of the certified rate, as the issue asks
+OVER_S = 30  # and at 130 %: a queue growing by 30 % of the rate shows within seconds
 
 
 def vllm_processes(model):
@@ -25,10 +35,16 @@ def vllm_processes(model):
     return [line for line in out.stdout.splitlines() if str(model) in line]
 
 
-def tune_cli(*args, env=None, timeout=1500):
+def tune_cli(*args, env=None, timeout=1500, cwd=None):
     return subprocess.run(
-        [sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
+        [sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
     )
+
+
+def study_args(model, out, vllm_python, *extra):
+    return ("--model", str(model), "--gpu", "cpu", "--slo", SLO, "--workload", "chat", "--trials", "2",
+            "--output-tokens", "16", "--soak-seconds", SOAK_S, "--out", str(out), "--vllm-python", vllm_python,
+            *extra)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -37,122 +53,115 @@ def study(tiny_model, vllm_python, cpu_env, tmp_path_factory):
     model = root / "model"
     shutil.copytree(tiny_model, model)
     out = root / "study"
-    proc = tune_cli(
-        "--model",
-        str(model),
-        "--gpu",
-        "cpu",
-        "--slo",
-        "ttft_p95=2s",
-        "--workload",
-        "chat",
-        "--trials",
-        "3",
-        "--confirm",
-        "1",
-        "--out",
-        str(out),
-        "--vllm-python",
-        vllm_python,
-        env=cpu_env,
-    )
-    return model, out, proc, cpu_env
+    env = {**cpu_env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), cpu_env.get("PYTHONPATH")]))}
+    proc = tune_cli(*study_args(model, out, vllm_python), env=env)
+    return model, out, proc, env
 
 
-def test_slice_writes_the_contracted_files(study):
+def test_slice_writes_the_contracted_files_and_one_headline(study):
     model, out, proc, _ = study
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "launch script:" in proc.stdout and "report:" in proc.stdout
     for name in ("launch.sh", "best.json", "trials.csv", "report.html", "study.db"):
         assert (out / name).is_file(), name
     frame = pd.read_csv(out / "trials.csv")
-    assert len(frame) == 3 and bool(frame.loc[0, "is_baseline"]) and frame["is_baseline"].sum() == 1
+    assert len(frame) == 2 and bool(frame.loc[0, "is_baseline"]) and frame["is_baseline"].sum() == 1
     done = frame[frame["state"] == "COMPLETE"]
-    assert len(done) >= 2 and done["slo_met"].any()
+    assert len(done) >= 1 and done["slo_met"].any()
     # on the CPU the KV budget is exactly the KV space: the prediction must match what vLLM reported
     assert (done["kv_tokens_predicted"] == done["kv_tokens_reported"]).all()
-    # one worker: each server was stopped before the next launched, so no measurement had company
-    # (tuner.company, from the trials' wall-clock timelines)
     assert (done["others_starting_s"] == 0).all() and (done["others_up_mean"] == 0).all()
     best = json.loads((out / "best.json").read_text())
-    assert best["slo_met"] and best["vllm"]["version"] and best["model"]["fingerprint"]
-    assert best["best"]["goodput_req_s"] > 0 and best["best"]["metrics"]["ttft_ms"]["p95"] <= 2000
-    # --confirm 1: the best and its rival measured once more each on fresh servers, the means in best.json
-    conf = best["confirmation"]
-    assert conf["best_trial"] == best["best"]["trial"] and conf["rival_trial"] != conf["best_trial"]
-    assert len(conf["best_goodput_req_s"]) == len(conf["rival_goodput_req_s"]) == 1
-    assert any(n.startswith("Confirmed with fresh servers") for n in best["notes"])
-    assert "Confirmed with fresh servers" in (out / "report.html").read_text()
-    assert "Confirmed with fresh servers" in proc.stdout  # in the final lines too
-    assert "progress" not in proc.stdout and "[trial" in proc.stderr  # progress goes to stderr
+    head = best["headline"]
+    # the winner was held at its stated rate on a fresh server: certified, at most the search's estimate
+    rate = best["certified_rate_req_s"]
+    assert rate is not None and rate == head["certified_rate_req_s"] == head["rate_req_s"]
+    assert 0 < rate <= best["best"]["best_rate_req_s"] + 1e-9
+    cert = next(c for c in best["certifications"] if c["trial"] == best["best"]["trial"])
+    held = [s for s in cert["soaks"] if s["holds"]]
+    assert held and held[0]["rate_req_s"] == rate and held[0]["seconds"] >= float(SOAK_S) * 0.8
+    assert held[0]["slo_values"]["ttft_p95"] <= 2000 and held[0]["intervals"]["ttft_p95"]["high"] > 0
+    # every level drew fresh prompts: the best level's prompts were not served from the prefix cache (levels
+    # that repeated the trial's earlier prompts read 47-70 % hits on the CPU, 96 % on the H200)
+    assert best["best"]["metrics"]["server"]["prefix_cache_hit_rate"] < 0.2
+    assert held[0]["metrics"]["server"]["prefix_cache_hit_rate"] < 0.2
+    # trials.csv states the same certified rate for that trial
+    row = frame[frame["number"] == best["best"]["trial"]].iloc[0]
+    assert row["certified_rate_req_s"] == pytest.approx(rate, abs=1e-4)
+    # one figure everywhere: console, report and launch.sh say the same rate and the same gain
+    text = f"{rate:.3f} req/s certified"
+    report = unescape((out / "report.html").read_text())
+    assert text in proc.stdout and text in report
+    assert text in (out / "launch.sh").read_text()
+    assert head["line"] in proc.stdout
+    if head["gain_over_baseline"] is not None:
+        gain = f"{head['gain_over_baseline'] * 100:+.0f}% over vLLM's defaults"
+        assert gain in proc.stdout and gain in report
+        assert best["gain_over_baseline"] == head["gain_over_baseline"]
+        assert set(re.findall(r"[+-]\d+% over vLLM's defaults", report)) == {gain}
+    assert "[trial" in proc.stderr and "certify" in proc.stderr and "soak at" in proc.stderr
     assert not vllm_processes(model), "tune left a vLLM process running"
-    # on the cpu profile the server runs below the load generator's priority (tuner.objective.CPU_SERVER_NICE)
     logs = sorted((out / "logs" / "trial-000").glob("vllm-*.log"))
     assert logs and "[slotune-watchdog] server niceness +10" in logs[0].read_text()
 
 
-def test_a_resumed_study_keeps_its_confirmation(study, vllm_python, tmp_path):
-    """The --confirm measurements live in the study, so a resume (here: nothing left to run) rewrites best.json
-    with them instead of dropping them (as happened on the H200 before they were kept there)."""
+def test_a_resumed_study_keeps_its_certifications(study, vllm_python, tmp_path):
+    """Certifications live in the study: a resume with nothing left to run soaks nothing again."""
     model, out, proc, env = study
     assert proc.returncode == 0, proc.stderr[-3000:]
     again = tmp_path / "study"
     shutil.copytree(out, again, ignore=shutil.ignore_patterns("logs"))
-    first = json.loads((again / "best.json").read_text())["confirmation"]
-    resumed = tune_cli(
-        "--model",
-        str(model),
-        "--gpu",
-        "cpu",
-        "--slo",
-        "ttft_p95=2s",
-        "--workload",
-        "chat",
-        "--trials",
-        "3",
-        "--resume",
-        "--out",
-        str(again),
-        "--vllm-python",
-        vllm_python,
-        env=env,
-    )
+    first = json.loads((again / "best.json").read_text())
+    resumed = tune_cli(*study_args(model, again, vllm_python, "--resume"), env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "[trial 3]" not in resumed.stderr  # no trial ran
+    assert "[trial 2]" not in resumed.stderr and "soak at" not in resumed.stderr  # nothing measured again
     best = json.loads((again / "best.json").read_text())
-    assert best["confirmation"] == first and len(best["confirmations"]) == 1
-    assert best["confirmations"][0]["best_goodput_req_s"] == first["best_goodput_req_s"]
-    assert "Confirmed with fresh servers" in resumed.stdout and "note: that gain rests" not in resumed.stdout
+    assert best["certifications"] == first["certifications"] and best["headline"] == first["headline"]
 
 
-def test_launch_script_serves(study):
-    model, out, proc, env = study
+def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    p = subprocess.Popen(
-        ["bash", str(out / "launch.sh")],
-        env={**env, "PORT": str(port)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+        return s.getsockname()[1]
+
+
+def _bench(port, model_name, model_dir, rate, seconds, tmp_path, env):
+    out = tmp_path / f"bench-{rate:.3f}.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "vllm_bench_check.py"), "--url", f"http://127.0.0.1:{port}",
+         "--model", model_name, "--tokenizer", str(model_dir), "--workload", "chat", "--output-tokens", "16",
+         "--rate", f"{rate:.4f}", "--seconds", str(seconds), "--slo", SLO, "--json", str(out)],
+        capture_output=True, text=True, timeout=seconds + 300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0 and out.is_file(), proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_launch_sh_holds_the_certified_rate_under_vllms_own_benchmark(study, tmp_path):
+    """The promise, checked by another tool for longer: vLLM's `bench serve` client at 95 % of the certified
+    rate for 2 minutes keeps the SLO over the run and its last half; at 130 % it does not (the certified rate
+    is not far too low either)."""
+    model, out, proc, env = study
+    best = json.loads((out / "best.json").read_text())
+    rate, name = best["certified_rate_req_s"], best["best"]["config"]["served_model_name"]
+    port = _free_port()
+    p = subprocess.Popen(["bash", str(out / "launch.sh")], env={**env, "PORT": str(port)}, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
     try:
-        deadline = time.monotonic() + 600
         lines = []
         for line in p.stdout:
             lines.append(line)
-            if "ready" in line or time.monotonic() > deadline:
+            if "ready" in line:
                 break
         assert any("ready" in x for x in lines), "".join(lines[-30:])
-        name = json.loads((out / "best.json").read_text())["best"]["config"]["served_model_name"]
-        r = httpx.post(
-            f"http://127.0.0.1:{port}/v1/completions",
-            json={"model": name, "prompt": "w1 w2 w3", "max_tokens": 4},
-            timeout=60,
-        )
+        r = httpx.post(f"http://127.0.0.1:{port}/v1/completions",
+                       json={"model": name, "prompt": "w1 w2 w3", "max_tokens": 4}, timeout=60)  # fmt: skip
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 4
+        under = _bench(port, name, model, 0.95 * rate, CROSS_CHECK_S, tmp_path, env)
+        print("\nvllm bench serve at 0.95 x certified:", json.dumps(under))
+        assert under["failed"] == 0 and under["held"], under
+        over = _bench(port, name, model, 1.3 * rate, OVER_S, tmp_path, env)
+        print("vllm bench serve at 1.3 x certified:", json.dumps(over))
+        assert not over["held"], over
     finally:
         os.killpg(p.pid, signal.SIGTERM)
         p.wait(timeout=60)
@@ -160,46 +169,41 @@ def test_launch_script_serves(study):
     assert not vllm_processes(model)
 
 
-def tune_cli_in(cwd, *args, env=None, timeout=1500):
-    return subprocess.run(
-        [sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
-    )
-
-
 def test_retune_unchanged_reverifies(study, vllm_python, tmp_path):
-    """From a deployment folder with slotune.yaml, `tune retune` needs no arguments (issue #10)."""
+    """From a deployment folder with slotune.yaml, `tune retune` needs no arguments; a soak at 0.9 x the
+    certified rate on a fresh server holds — that is what the certified rate promises."""
     model, out, _, env = study
     (tmp_path / "slotune.yaml").write_text(
-        f"model: {model}\ngpu: cpu\nslo: ttft_p95=2s\nworkload: chat\nout: {out}\nvllm_python: {vllm_python}\n"
+        f"model: {model}\ngpu: cpu\nslo: {SLO}\nworkload: chat\nout: {out}\nvllm_python: {vllm_python}\n"
     )
-    env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))}
-    proc = tune_cli_in(tmp_path, "retune", "--json", env=env)
+    proc = tune_cli("retune", "--json", env=env, cwd=tmp_path)
     doc = json.loads(proc.stdout)
     assert doc["model_changed"] is False and doc["versions_changed"] is False, proc.stderr[-3000:]
     assert doc["action"] == "reverified" and doc["launch_sh_updated"] is False
-    # the verdict is a measurement: one level at 0.9 x the study's edge rate, on the 2-core CI machine,
-    # has missed the SLO (once, in a CI rehearsal of 2026-11-30: goodput 28.1 at 55.8 req/s); what must hold
-    # is that the exit code and the JSON agree on it
-    assert doc["regression"] is (not doc["new"]["slo_met"])
-    assert proc.returncode == (1 if doc["regression"] else 0), proc.stderr[-3000:]
+    best = json.loads((out / "best.json").read_text())
+    assert doc["old"]["rate"] == best["certified_rate_req_s"] and doc["old"]["certified"] is True
+    assert doc["new"]["rate"] == pytest.approx(0.9 * best["certified_rate_req_s"])
+    assert doc["new"]["seconds"] >= float(SOAK_S) * 0.8  # the study's soak length, inherited
+    assert doc["regression"] is False and proc.returncode == 0, proc.stderr[-3000:]
 
 
 def test_retune_detects_same_shape_weight_change(study):
+    from launch.fingerprint import model_fingerprint
     from tuner.synthetic import write_model
 
     model, out, _, env = study
-    before = (out / "launch.sh").read_text()
+    old = json.loads((out / "best.json").read_text())
     write_model(model, "llama-tiny", seed=1)  # same shapes, new weights
-    proc = tune_cli("retune", "--study", str(out), "--trials", "2", "--json", env=env)
+    proc = tune_cli("retune", "--study", str(out), "--trials", "1", "--soak-seconds", "0", "--json", env=env)
     doc = json.loads(proc.stdout)
     assert doc["model_changed"] is True and doc["action"] == "retuned", proc.stderr[-3000:]
+    new_study = Path(doc["new"]["study"])
+    new_best = json.loads((new_study / "best.json").read_text())
+    assert new_best["model"]["fingerprint"] == model_fingerprint(model) != old["model"]["fingerprint"]
     assert proc.returncode == (1 if doc["regression"] else 0)
-    new_study = doc["new"]["study"]
-    frame = pd.read_csv(os.path.join(new_study, "trials.csv"))
-    assert len(frame) == 2 and bool(frame.loc[0, "is_baseline"])  # baseline, then the old best (warm start)
-    if doc["launch_sh_updated"]:  # the old frozen files are archived, never lost
-        archived = list((out / "history").glob("*/launch.sh"))
-        assert len(archived) == 1 and archived[0].read_text() == before
+    # the frozen files are replaced only by a verified winner, and then by the new study's
+    now = json.loads((out / "best.json").read_text())
+    if doc["launch_sh_updated"]:
+        assert doc["new"]["verification"]["slo_met"] and now["model"]["fingerprint"] == model_fingerprint(model)
     else:
-        assert (out / "launch.sh").read_text() == before
-    assert not vllm_processes(model)
+        assert now["model"]["fingerprint"] == old["model"]["fingerprint"]

@@ -53,16 +53,19 @@ class Confirmation:
     def rival_name(self) -> str:
         return "vLLM's defaults" if self.rival_is_baseline else "the runner-up"
 
-    def line(self) -> str:
+    def line(self, gain: bool = True) -> str:
+        """The re-measurements; with ``gain``, the gain on the means too (only where it is the study's headline
+        gain, tuner.headline: a certified gain supersedes it)."""
+
         def spread(v: tuple[float, ...]) -> str:
             return f"{self._mean(v):.3f} req/s (min {min(v):.3f}, max {max(v):.3f}, n={len(v)})"
 
-        gain = "n/a" if self.gain_on_means is None else f"{self.gain_on_means * 100:+.0f}%"
+        on_means = "n/a" if self.gain_on_means is None else f"{self.gain_on_means * 100:+.0f}%"
         calls = f" ({self.calls} --confirm runs)" if self.calls > 1 else ""
         return (
             f"Confirmed with fresh servers{calls}: best (trial {self.best_trial}) {spread(self.best_goodput)}; "
-            f"{self.rival_name} (trial {self.rival_trial}) {spread(self.rival_goodput)}; "
-            f"gain on the means {gain}"
+            f"{self.rival_name} (trial {self.rival_trial}) {spread(self.rival_goodput)}"
+            + (f"; gain on the means {on_means}" if gain else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,7 +131,7 @@ def current_confirmation(entries: Sequence[Mapping[str, Any]], summary: Summary)
 
 
 def with_confirmations(
-    meta: dict[str, Any], entries: Sequence[Mapping[str, Any]], summary: Summary
+    meta: dict[str, Any], entries: Sequence[Mapping[str, Any]], summary: Summary, state_gain: bool = True
 ) -> tuple[dict[str, Any], Confirmation | None]:
     """best.json's metadata with the study's confirmations: all runs (``confirmations``), and those of the
     current best and rival merged (``confirmation`` and a note); when the best has changed since, a note says
@@ -139,7 +142,7 @@ def with_confirmations(
     out = {**meta, "confirmations": [dict(e) for e in entries]}
     if current is not None:
         out["confirmation"] = current.to_dict()
-        out["notes"] = [*meta["notes"], current.line()]
+        out["notes"] = [*meta["notes"], current.line(gain=state_gain)]
     else:
         note = (
             "--confirm re-measured other configurations than the current best and its rival (best.json: "
@@ -148,11 +151,8 @@ def with_confirmations(
         # the defaults' fresh measurements still say more about them than their one search measurement
         defaults = [g for e in entries if e["rival_is_baseline"] for g in e["rival_goodput_req_s"]]
         mean = sum(defaults) / len(defaults) if defaults else 0.0
-        if mean > 0 and summary.best is not None and not summary.best.is_baseline and summary.best_goodput:
-            note += (
-                f" vLLM's defaults on fresh servers: {mean:.3f} req/s (n={len(defaults)}); the best's "
-                f"{summary.best_goodput_text()} is {(summary.best_goodput / mean - 1) * 100:+.0f}% over that."
-            )
+        if mean > 0:  # no gain from it: the best's figure is of another kind (one search measurement)
+            note += f" vLLM's defaults on fresh servers: {mean:.3f} req/s (n={len(defaults)})."
         out["notes"] = [*meta["notes"], note]
     return out, current
 

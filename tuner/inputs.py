@@ -5,13 +5,15 @@ Bad input raises a UsageError-family exception naming the value and the valid ch
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from launch.vllm_info import VllmInfo, probe_vllm
 from loadtest.slo import SLO, parse_slos
 from loadtest.workload import Workload, load_workload
+from tuner.certified import WHOM
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.measure import MeasurePlan
@@ -46,7 +48,8 @@ def check_model_dir(path: str, what: str = "--model") -> Path:
 
 
 def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
-    """Short levels on the CPU (demo/CI), longer and wider on a GPU; --level-seconds overrides."""
+    """Short levels on the CPU (demo/CI), longer and wider on a GPU; --level-seconds and --soak-seconds
+    override. Every rate level lasts at least its seconds and ten mean request lifetimes (steady state)."""
     if gpu.is_cpu:
         plan = MeasurePlan(
             warmup_requests=2,
@@ -56,6 +59,8 @@ def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
             min_level_requests=12,
             bisection_steps=2,
             seed=settings.seed,
+            level_max_s=60.0,
+            soak_s=120.0,
         )
     else:
         plan = MeasurePlan(
@@ -66,11 +71,19 @@ def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
             min_level_requests=64,
             bisection_steps=3,
             seed=settings.seed,
+            level_max_s=180.0,
+            soak_s=180.0,
         )
     if settings.level_seconds:
-        from dataclasses import replace
-
         plan = replace(plan, level_duration_s=settings.level_seconds)
+    if settings.certify not in WHOM:
+        raise UsageError(f"--certify {settings.certify!r}: use one of {', '.join(WHOM)}")
+    if settings.soak_seconds is not None:
+        if not (math.isfinite(settings.soak_seconds) and settings.soak_seconds >= 0):
+            raise UsageError(
+                f"--soak-seconds {settings.soak_seconds}: give seconds >= 0 (e.g. 180; 0 turns certification off)"
+            )
+        plan = replace(plan, soak_s=settings.soak_seconds)
     return plan
 
 

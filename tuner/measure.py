@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from loadtest.records import ABANDONED
+from loadtest.report import LATE_GENERATOR_MS
 from loadtest.slo import SLO
 
 if TYPE_CHECKING:
@@ -49,6 +50,13 @@ class MeasurePlan:
     # at most this many times level_duration_s (and never fewer than MIN_LEVEL_FLOOR requests): at the low
     # rates of slow workloads (~8k-token prompts, or a few sequences) the minimum alone made a level minutes long
     max_level_stretch: float = 4.0
+    # steady state: a level goes on sending until it has lasted this many times the mean end-to-end latency of
+    # its completed requests (a queue that grows shows only after several lifetimes), for at most level_max_s;
+    # None: the fixed length above
+    level_e2e_multiple: float | None = 10.0
+    level_max_s: float = 120.0
+    # the certifying soak (tuner.certify): seconds a fresh server is held at the stated rate; 0: no soak
+    soak_s: float = 180.0
 
     def level_requests(self, rate: float) -> int:
         n = max(self.min_level_requests, round(rate * self.level_duration_s))
@@ -84,6 +92,14 @@ class Level:
     schedule_lag_p95_ms: float | None = None  # the load generator's own lateness (counted in TTFT)
     failures: dict[str, int] = field(default_factory=dict)  # failed requests by reason
     failure_example: str | None = None  # the first failed request's reason and what the server said
+    steady: str | None = None  # loadtest.steady's verdict in a phrase (None: not judged)
+    steady_holds: bool = True
+    duration_s: float | None = None  # first scheduled send to last end
+
+    @property
+    def passed(self) -> bool:
+        """Every SLO over the whole level, and the level steady (a rate level's verdict)."""
+        return self.slo_met and self.steady_holds
 
     @property
     def errors(self) -> dict[str, int]:
@@ -105,6 +121,9 @@ class Level:
             "schedule_lag_p95_ms": self.schedule_lag_p95_ms,
             "failures": dict(self.failures),
             "failure_example": self.failure_example,
+            "steady": self.steady,
+            "steady_holds": self.steady_holds,
+            "duration_s": self.duration_s,
         }
 
 
@@ -143,7 +162,36 @@ def _level(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -> 
         rep.value("schedule_lag", 95),
         dict(rep.failures),
         _failure_example(rep),
+        *_steadiness(kind, rep),
+        rep.duration_s,
     )
+
+
+def _steadiness(kind: str, rep: LoadReport) -> tuple[str | None, bool]:
+    """A rate level's steady-state verdict (loadtest.steady); the closed-loop probe is not judged."""
+    if kind == "probe" or rep.steady is None:
+        return None, True
+    return rep.steady.summary(), rep.steady.holds
+
+
+def level_line(level: Level) -> str:
+    """One progress line per level: its rate and length, the verdict and why (SLO values, steady state)."""
+    what = f"rate {level.rate:.2f}/s" if level.rate is not None else f"probe c={level.concurrency}"
+    if level.duration_s:
+        what += f" for {level.duration_s:.0f} s"
+    vals = ", ".join(f"{k} {v:.0f}ms" for k, v in level.slo_values.items() if v is not None) or "lost early"
+    verdict = "met" if level.passed else "missed"
+    steady = f"; {level.steady}" if level.steady else ""
+    lag = level.schedule_lag_p95_ms or 0.0
+    behind = f"; load generator behind schedule (p95 {lag:.0f} ms, counted in TTFT)" if lag >= LATE_GENERATOR_MS else ""
+    failed = level.errors
+    errors = (
+        f"; {sum(failed.values())} request(s) failed ({', '.join(f'{k}: {v}' for k, v in failed.items())}"
+        f"; first: {level.failure_example})"
+        if failed
+        else ""
+    )
+    return f"{what}: {verdict} ({vals}{steady}) goodput {level.goodput_req_s:.2f}/s{behind}{errors}"
 
 
 def _failure_example(rep: LoadReport) -> str | None:
@@ -199,7 +247,7 @@ def capacity_search(
         nonlocal best_rate, best, closest
         rep = run_rate(rate, plan.level_requests(rate), may_abandon)
         note(_level("rate", rate, None, rep))
-        if rep.slo_met:
+        if rep.holds:  # every SLO over the whole level, and the level in steady state
             if best_rate is None or rate > best_rate:
                 best_rate, best = rate, rep
             return True

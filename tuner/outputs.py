@@ -12,13 +12,18 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from launch.config import ServeConfig
+from tuner.certify import Certification
 from tuner.company import company
+from tuner.headline import Headline, headline
 from tuner.trial_result import COMPLETE, TrialResult
+
+if TYPE_CHECKING:
+    from tuner.confirm import Confirmation
 
 
 @dataclass(frozen=True)
@@ -115,10 +120,16 @@ def summarize(results: list[TrialResult]) -> Summary:
     return Summary(best, baseline, closest, top, gain, note, best_goodputs, baseline_goodputs)
 
 
-def trials_frame(results: list[TrialResult], timelines: Mapping[int, Mapping[str, Any]] | None = None) -> pd.DataFrame:
-    """trials.csv: each trial's row (TrialResult.csv_row) and what else ran on the host while it was
-    measured (tuner.company; empty where the trial was not measured or kept no timeline). ``timelines``:
-    every trial's, also of those that are not results (tuner.study.timelines_of); default: the results'."""
+def trials_frame(
+    results: list[TrialResult],
+    timelines: Mapping[int, Mapping[str, Any]] | None = None,
+    certifications: Mapping[int, Certification] | None = None,
+) -> pd.DataFrame:
+    """trials.csv: each trial's row (TrialResult.csv_row), its certified rate where a soak certified it
+    (tuner.certify), and what else ran on the host while it was measured (tuner.company; empty where the
+    trial was not measured or kept no timeline). ``timelines``: every trial's, also of those that are not
+    results (tuner.study.timelines_of); default: the results'."""
+    certs = certifications or {}
     if timelines is None:
         timelines = {r.number: r.timeline for r in results if r.timeline}
     met = company(timelines)
@@ -128,6 +139,7 @@ def trials_frame(results: list[TrialResult], timelines: Mapping[int, Mapping[str
         rows.append(
             {
                 **r.csv_row(),
+                "certified_rate_req_s": _certified(certs.get(r.number)),
                 "others_starting_s": None if c is None else round(c.others_starting_s, 1),
                 "others_up_mean": None if c is None else round(c.others_up_mean, 2),
             }
@@ -135,7 +147,21 @@ def trials_frame(results: list[TrialResult], timelines: Mapping[int, Mapping[str
     return pd.DataFrame(rows).convert_dtypes()  # integer knobs stay integers next to empty (default) cells
 
 
-def best_document(summary: Summary, meta: dict[str, Any]) -> dict[str, Any]:
+def _certified(cert: Certification | None) -> float | None:
+    rate = cert.certified_rate if cert is not None else None
+    return None if rate is None else round(rate, 4)
+
+
+def best_document(
+    summary: Summary,
+    meta: dict[str, Any],
+    headline: Headline,
+    certifications: Mapping[int, Certification] | None = None,
+) -> dict[str, Any]:
+    """best.json: the metadata, the headline (tuner.headline: the one stated capacity and gain), the best,
+    the defaults and the closest misses, and every certification's soaks."""
+    certs = certifications or {}
+
     def brief(r: TrialResult | None) -> dict[str, Any] | None:
         if r is None:
             return None
@@ -151,20 +177,26 @@ def best_document(summary: Summary, meta: dict[str, Any]) -> dict[str, Any]:
             "kv_tokens_predicted": (r.budget or {}).get("kv_tokens"),
             "kv_tokens_reported": (r.readback or {}).get("kv_cache_size_tokens"),
             "fail_reason": r.fail_reason,
+            "certified_rate_req_s": _certified(certs.get(r.number)),
         }
 
     return {
         **meta,
         "slo_met": summary.best is not None,
+        # the stated capacity (certified, else the search's estimate, said which) and the one gain figure
+        "certified_rate_req_s": headline.certified_req_s,
+        "headline": headline.to_dict(),
         "best": brief(summary.best),
         # every measurement of the best's configuration (more than one where the search proposed it again)
         "best_goodputs_req_s": list(summary.best_goodputs),
         "best_goodput_mean_req_s": summary.best_goodput,
         "baseline": brief(summary.baseline),
-        "gain_over_baseline": summary.gain_over_baseline,
+        "gain_over_baseline": headline.gain,
+        "gain_basis": headline.basis,
         "baseline_note": summary.baseline_note,
         "closest": [brief(r) for r in summary.closest],
         "top": [brief(r) for r in summary.top],
+        "certifications": [c.to_dict() for _, c in sorted(certs.items())],
     }
 
 
@@ -175,20 +207,26 @@ def write_outputs(
     write_script: Any,
     write_report: Any,
     timelines: Mapping[int, Mapping[str, Any]] | None = None,
+    certifications: Mapping[int, Certification] | None = None,
+    confirmation: Confirmation | None = None,
 ) -> Summary:
-    """Write every output file; ``write_script(path, best)`` and ``write_report(path, results, summary,
-    meta)`` are injected (launch.sh needs the probed vLLM; report.html is its own module)."""
+    """Write every output file; ``write_script(path, best, headline)`` and ``write_report(path, results,
+    summary, meta, headline=)`` are injected (launch.sh needs the probed vLLM; report.html is its own
+    module). Every file states the one headline (tuner.headline) of the results, certifications and
+    the current --confirm runs."""
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(results)
-    frame = trials_frame(results, timelines)
+    head = headline(summary, certifications or {}, confirmation)
+    frame = trials_frame(results, timelines, certifications)
     tmp = out / "trials.csv.tmp"
     frame.to_csv(tmp, index=False)
     os.replace(tmp, out / "trials.csv")
-    atomic_write(out / "best.json", json.dumps(best_document(summary, meta), indent=2, default=str))
+    document = best_document(summary, meta, head, certifications)
+    atomic_write(out / "best.json", json.dumps(document, indent=2, default=str))
     script = out / "launch.sh"
     if summary.best is not None:
-        write_script(script, summary.best)
+        write_script(script, summary.best, head)
     elif script.exists():  # never leave a launch.sh that claims an SLO no config met
         script.unlink()
-    write_report(out / "report.html", results, summary, meta)
+    write_report(out / "report.html", results, summary, meta, headline=head, certifications=certifications or {})
     return summary

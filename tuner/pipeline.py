@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import sys
 import threading
 import time
@@ -14,6 +15,9 @@ from typing import Any
 import optuna
 
 from launch.config import ServeConfig
+from tuner.certified import certify_study, floor_rate
+from tuner.certified import stored as stored_certifications
+from tuner.certify import Certification
 from tuner.confirm import (
     STUDY_ATTR,
     Confirmation,
@@ -23,11 +27,13 @@ from tuner.confirm import (
     stored_run,
     with_confirmations,
 )
+from tuner.headline import CONFIRMED, Headline, headline
 from tuner.inputs import Inputs, measure_plan
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
 from tuner.outputs import Summary, summarize, write_outputs
 from tuner.report_html import write_report
 from tuner.settings import TuneSettings
+from tuner.soak import certify_config
 from tuner.space import SpaceContext, suggest_config
 from tuner.study import (
     STUDY_NAME,
@@ -50,10 +56,13 @@ class TuneOutcome:
     summary: Summary
     trials_run: int
     confirmation: Any = None  # tuner.confirm.Confirmation: the study's --confirm runs of its current best
+    headline: Headline | None = None
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.summary.best is not None else 1
+        """1 when no configuration met the SLOs, or a certifying soak was asked for and none held."""
+        failed = self.headline is not None and self.headline.certification_failed
+        return 0 if self.summary.best is not None and not failed else 1
 
 
 class Progress:
@@ -219,22 +228,25 @@ def tune(
         progress.trial_done(st, summary)
 
     def write_all(st: optuna.Study) -> Summary:
-        def script(path: Path, best: TrialResult) -> None:
+        def script(path: Path, best: TrialResult, head: Headline) -> None:
             write_launch_script(
                 path,
                 best.config,
                 inp.vllm,
                 fingerprint=fingerprint,
                 model_dir=best.config.model,
-                note=f"slotune: trial {best.number}, {s.slo}, workload {inp.workload.name}",
+                note=launch_note(best, head, s.slo, inp.workload.name),
             )
 
-        def report(path: Path, results: list[TrialResult], summary: Summary, m: dict[str, Any]) -> None:
-            write_report(path, results, summary, m, importances(st))
+        def report(path: Path, results: list[TrialResult], summary: Summary, m: dict[str, Any], **kw: Any) -> None:
+            write_report(path, results, summary, m, importances(st), **kw)
 
         results = results_of(st)
-        m, _ = with_confirmations(meta, stored_runs(st), summarize(results))
-        return write_outputs(out, results, m, script, report, timelines_of(st))
+        summary, certs = summarize(results), stored_certifications(st)
+        confirmation = current_confirmation(stored_runs(st), summary)
+        state_gain = headline(summary, certs, confirmation).basis == CONFIRMED
+        m, _ = with_confirmations(meta, stored_runs(st), summary, state_gain=state_gain)
+        return write_outputs(out, results, m, script, report, timelines_of(st), certs, confirmation)
 
     devices = s.device_list()
     if s.overlap_startup:  # two trials per device: one starting while the other is measured
@@ -256,8 +268,26 @@ def tune(
         run = stored_run(fresh, s.devices, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
         study.set_user_attr(STUDY_ATTR, [*stored_runs(study), run])
         summary = write_all(study)
+    if tctx.plan.soak_s > 0 and summary.best is not None:
+        full = replace(tctx, best_goodput=lambda: None, time_budget=None)  # soaks are never cut short
+        device = s.device_list()[0]
+
+        def certify_one(t: TrialResult) -> Certification:
+            say = functools.partial(progress.say, trial=f"certify {t.number}")
+            cert = certify_config(t.number, t.config, full, t.best_rate or 0.0, floor_rate(t), say, device)
+            say(cert.line())
+            return cert
+
+        certify_study(study, summary, tctx.plan.soak_s, certify_one, s.certify)
+        summary = write_all(study)
     confirmation = current_confirmation(stored_runs(study), summary)
-    return TuneOutcome(out, summary, ran, confirmation)
+    head = headline(summary, stored_certifications(study), confirmation)
+    return TuneOutcome(out, summary, ran, confirmation, head)
+
+
+def launch_note(best: TrialResult, head: Headline, slo: str, workload: str) -> str:
+    """launch.sh's header: what was measured, and the capacity it keeps (the study's headline)."""
+    return f"slotune: trial {best.number}, {slo}, workload {workload}\ncapacity: {head.rate_text()}"
 
 
 def stored_runs(study: optuna.Study) -> list[dict[str, Any]]:

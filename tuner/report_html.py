@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
 from pathlib import Path
 from typing import Any
 
+from tuner.certify import Certification
+from tuner.headline import Headline
 from tuner.outputs import Summary, atomic_write
 from tuner.svg import bar_chart, pareto_front, xy_chart
 from tuner.trial_result import TrialResult
@@ -26,7 +29,8 @@ def _fmt(v: Any) -> str:
     return escape(str(v))
 
 
-def _headline(summary: Summary, meta: dict[str, Any]) -> str:
+def _headline(summary: Summary, meta: dict[str, Any], head: Headline) -> str:
+    """The stated capacity and the one gain figure (tuner.headline), as every other output states them."""
     slo = escape(str(meta.get("slo", "")))
     if summary.best is None:
         return (
@@ -34,22 +38,24 @@ def _headline(summary: Summary, meta: dict[str, Any]) -> str:
             "The closest configurations are listed below; no launch.sh was written.</p>"
         )
     b = summary.best
-    if b.is_baseline:
-        return (
-            f'<p class="ok"><b>vLLM\'s defaults were the best configuration found</b>: '
-            f"{escape(summary.best_goodput_text())} goodput while keeping {slo} (highest passing Poisson "
-            f"rate {_fmt(b.best_rate)} req/s); no tried configuration beat them.</p>"
-        )
-    gain = (
-        ""
-        if summary.gain_over_baseline is None
-        else f" — <b>{summary.gain_over_baseline * 100:+.0f}%</b> goodput over vLLM's defaults"
-    )
+    who = "vLLM's defaults were the best configuration found" if b.is_baseline else f"Trial {b.number} wins"
+    css = "ok" if head.certified_req_s is not None or head.soak_s is None else "bad"
     return (
-        f'<p class="ok"><b>Trial {b.number} wins</b>: {escape(summary.best_goodput_text())} goodput while '
-        f"keeping {slo} (highest passing Poisson rate {_fmt(b.best_rate)} req/s){gain}. "
+        f'<p class="{css}"><b>{who}</b>: keeps {slo} up to <b>{escape(head.rate_text())}</b>; '
+        f"{escape(head.gain_text())}. In the search: goodput {escape(summary.best_goodput_text())}. "
         f"{escape(summary.baseline_note)}.</p>"
     )
+
+
+def _certifications(certs: Mapping[int, Certification]) -> str:
+    """Each certification's soaks: rate, length, verdict and why, with the SLO percentiles' intervals."""
+    if not certs:
+        return "<p>No certifying soak ran (--soak-seconds 0, or nothing met the SLOs).</p>"
+    items = []
+    for cert in sorted(certs.values(), key=lambda c: c.trial):
+        soaks = "".join(f"<li>{escape(s.line())}</li>" for s in cert.soaks)
+        items.append(f"<li>{escape(cert.line())}<ul>{soaks}</ul></li>")
+    return "<ul>" + "".join(items) + "</ul>"
 
 
 def _trials_table(results: list[TrialResult]) -> str:
@@ -129,7 +135,13 @@ def _charts(results: list[TrialResult], summary: Summary, importances: dict[str,
 
 
 def render(
-    results: list[TrialResult], summary: Summary, meta: dict[str, Any], importances: dict[str, float] | None = None
+    results: list[TrialResult],
+    summary: Summary,
+    meta: dict[str, Any],
+    importances: dict[str, float] | None = None,
+    *,
+    headline: Headline,
+    certifications: Mapping[int, Certification] | None = None,
 ) -> str:
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in meta.get("notes", []))
     settings = "".join(
@@ -147,7 +159,8 @@ def render(
         )
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>slotune report</title>"
-        f"<style>{CSS}</style></head><body><h1>slotune report</h1>{_headline(summary, meta)}{notes}"
+        f"<style>{CSS}</style></head><body><h1>slotune report</h1>{_headline(summary, meta, headline)}{notes}"
+        f"<h2>Certification</h2>{_certifications(certifications or {})}"
         f"<h2>Winning configuration</h2><table>{best_cfg or '<tr><td>none</td></tr>'}</table>"
         f"<h2>Charts</h2>{_charts(results, summary, importances or {})}"
         f"<h2>All trials</h2>{_trials_table(results)}"
@@ -162,5 +175,8 @@ def write_report(
     summary: Summary,
     meta: dict[str, Any],
     importances: dict[str, float] | None = None,
+    *,
+    headline: Headline,
+    certifications: Mapping[int, Certification] | None = None,
 ) -> None:
-    atomic_write(path, render(results, summary, meta, importances))
+    atomic_write(path, render(results, summary, meta, importances, headline=headline, certifications=certifications))

@@ -3,11 +3,12 @@ Changed model (fingerprint) or stack (versions) → re-quantize if the study did
 warm-started from the previous best configs, verify the new winner, and only then replace launch.sh.
 A regression (SLO lost, or goodput below the old one by more than the tolerance) exits 1.
 
-A configuration's best rate is the edge where its SLO only just held: one more level at that rate meets
-or misses it by measurement noise alone (a nightly check there cried wolf on an unchanged CPU study).
-So verification runs one level at (1 − tolerance) × that rate: the SLO holding there is what "within
+A configuration's stated rate (certified by a soak, else the search's estimate: best.json ``headline``) is
+the edge where its SLO only just held: one more measurement at that rate meets or misses it by noise alone.
+So verification soaks a fresh server at (1 − tolerance) × that rate: the SLO holding there is what "within
 the tolerance" promises. Goodput at the verified rate (rate × share of requests meeting every SLO) is
-reported beside it.
+reported beside it. A re-tune certifies its own winner; a new certified rate more than the tolerance
+below the old stated one is a regression.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def retune(
     trials: int | None = None,
     tolerance: float = 0.1,
     vllm_python: str | None = None,
+    soak_seconds: float | None = None,
     progress: Any = print,
 ) -> dict[str, Any]:
     """Run the nightly check; returns the JSON document (``regression`` decides the exit code)."""
@@ -66,7 +68,8 @@ def retune(
     check_tolerance(tolerance)
     doc = read_study(study)
     old_best = doc["best"]
-    settings = _settings(doc, study, {"vllm_python": vllm_python, "out": str(study), "resume": True})
+    overrides = {"vllm_python": vllm_python, "out": str(study), "resume": True, "soak_seconds": soak_seconds}
+    settings = _settings(doc, study, overrides)
     inputs = load_inputs(settings)
     fingerprint = model_fingerprint(inputs.model_dir)
     versions = collect_versions(settings.vllm_python)
@@ -80,20 +83,21 @@ def retune(
         "tolerance": tolerance,
         "old": {
             "goodput_req_s": old_best["goodput_req_s"],
-            "rate": old_best["best_rate_req_s"],
+            "rate": stated_rate(doc),
+            "certified": doc.get("certified_rate_req_s") is not None,
             "config": old_best["config"],
             "fingerprint": doc["model"]["fingerprint"],
             "versions": doc.get("versions"),
         },
     }
-    floor = old_best["goodput_req_s"] * (1 - tolerance)
+    floor = stated_rate(doc) * (1 - tolerance)
     if not model_changed and not changes:
         ctx = trial_context(inputs, study / "logs" / f"retune-{_stamp()}")
-        rate = verification_rate(old_best["best_rate_req_s"], tolerance)
+        rate = verification_rate(stated_rate(doc), tolerance)
         check = verify_at_rate(ServeConfig.from_dict(old_best["config"]), ctx, rate, progress)
         # rate × (share of requests meeting every SLO): unlike good/duration, it does not swing with how
         # long the last request's tail took
-        result["old"]["goodput_at_rate_req_s"] = old_best["best_rate_req_s"] * good_share(old_best.get("metrics"))
+        result["old"]["goodput_at_rate_req_s"] = stated_rate(doc) * good_share(old_best.get("metrics"))
         new = {**check.to_dict(), "goodput_at_rate_req_s": rate * good_share(check.report)}
         result.update(action="reverified", new=new, regression=not check.slo_met, launch_sh_updated=False)
         _append_history(study, result)
@@ -134,10 +138,17 @@ def _retune_changed(
             "regression": True,
             "launch_sh_updated": False,
         }
-    ctx = trial_context(inputs, new_dir / "logs")
-    check = verify_at_rate(best.config, ctx, verification_rate(best.best_rate, tolerance), progress)
+    head = outcome.headline
+    if head is not None and head.certified_req_s is not None:  # certified on a fresh server: that verifies it
+        verified, rate, check = True, head.certified_req_s, {"certified_rate_req_s": head.certified_req_s}
+    elif head is not None and head.certification_failed:
+        verified, rate, check = False, best.best_rate, {"certified_rate_req_s": None, "fail": "no soak held"}
+    else:  # no certification (--soak-seconds 0): one verification soak below the search's estimate
+        ctx = trial_context(inputs, new_dir / "logs")
+        v = verify_at_rate(best.config, ctx, verification_rate(best.best_rate, tolerance), progress)
+        verified, rate, check = v.slo_met, best.best_rate, v.to_dict()
     updated = False
-    if check.slo_met:  # only a verified winner replaces the frozen files
+    if verified:  # only a verified winner replaces the frozen files
         archive = study / "history" / _stamp()
         archive.mkdir(parents=True, exist_ok=True)
         for name in OUTPUT_FILES:
@@ -153,17 +164,24 @@ def _retune_changed(
             "study": str(new_dir),
             "trial": best.number,
             "goodput_req_s": best.goodput_req_s,
-            "rate": best.best_rate,
+            "rate": rate,
+            "certified": head is not None and head.certified_req_s is not None,
             "config": best.config.to_dict(),
-            "verification": check.to_dict(),
+            "verification": check,
         },
-        "regression": not check.slo_met or best.goodput_req_s < floor,
+        "regression": not verified or rate < floor,
     }
 
 
 def check_tolerance(tolerance: float) -> None:
     if not 0 <= tolerance < 1:
         raise UsageError(f"--tolerance {tolerance}: give a fraction in [0, 1), e.g. 0.1 for 10 %")
+
+
+def stated_rate(doc: dict[str, Any]) -> float:
+    """The rate a study states for its best: certified where a soak certified it, else the search's estimate."""
+    certified = doc.get("certified_rate_req_s")
+    return float(certified) if certified is not None else float(doc["best"]["best_rate_req_s"])
 
 
 def verification_rate(best_rate: float, tolerance: float) -> float:

@@ -77,6 +77,19 @@ FIELDS: dict[str, Field] = {
         "seconds of load per measured rate level (default by profile: cpu 6, GPU 20)",
         rule=rules.seconds(3600, "8"),
     ),
+    "soak_seconds": Field(
+        float,
+        "seconds the winner (and vLLM's defaults) are held at their stated rate on a fresh server to certify "
+        "it (default by profile: cpu 120, GPU 180; 0: no certification, the rates stay the search's estimates)",
+        rule=rules.Rule("a number of seconds ≥ 0 and ≤ 86,400 (0: no certification)", "180", low=0, high=86_400),
+    ),
+    "certify": Field(
+        str,
+        "whom the certifying soaks hold to their stated rate: 'all' (the best and vLLM's defaults, for a "
+        "like-for-like gain), 'best', or 'baseline' (e.g. one per call where a machine is lent briefly)",
+        "all",
+        rules.choice("all", "best", "baseline"),
+    ),
     "output_tokens": Field(
         int,
         "fix every request's output length (max_tokens + ignore_eos)",
@@ -160,6 +173,8 @@ class TuneSettings:
     load_format: str | None = None
     seed: int = 0
     level_seconds: float | None = None
+    soak_seconds: float | None = None
+    certify: str = "all"
     output_tokens: int | None = None
     startup_timeout: float = 900.0
     time_budget: float | None = None

@@ -1,5 +1,6 @@
 """Re-measure one frozen configuration at one load: the nightly check and the gate before a new
-launch.sh replaces the old one."""
+launch.sh replaces the old one. One soak (tuner.soak) on a fresh server: the SLOs over the whole soak
+and its last half, and no growing queue (loadtest.steady), as a certification judges it."""
 
 from __future__ import annotations
 
@@ -9,17 +10,18 @@ from typing import Any
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
-from loadtest.runner import LoadSpec, run_load
-from tuner.objective import TrialContext, launched_config
+from tuner.objective import TrialContext
+from tuner.soak import fresh_server, run_soak
 
 
 @dataclass(frozen=True)
 class Verification:
     rate: float
-    slo_met: bool
+    slo_met: bool  # the soak held: every SLO over the whole soak and its last half, no growing queue
     goodput_req_s: float
     report: dict[str, Any] | None
     fail_reason: str | None = None
+    seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -27,45 +29,26 @@ class Verification:
             "slo_met": self.slo_met,
             "goodput_req_s": self.goodput_req_s,
             "fail_reason": self.fail_reason,
+            "seconds": self.seconds,
             "metrics": self.report,
         }
+
+
+def verification_seconds(ctx: TrialContext) -> float:
+    """The soak's length: the plan's soak, or a search level's minimum when certification is off."""
+    return ctx.plan.soak_s if ctx.plan.soak_s > 0 else ctx.plan.level_duration_s
 
 
 def verify_at_rate(
     config: ServeConfig, ctx: TrialContext, rate: float, progress: Callable[[str], None] = lambda _m: None
 ) -> Verification:
-    """Start ``config``, warm up, run one Poisson level at ``rate`` and score it against the SLOs."""
-    from launch.server import start_server
-
+    """Start ``config`` on a fresh server, warm up, hold ``rate`` for a soak and judge it."""
+    seconds = verification_seconds(ctx)
     try:
-        with start_server(
-            launched_config(config, ctx),
-            python=ctx.python,
-            log_dir=ctx.log_dir / "verify",
-            startup_timeout_s=ctx.startup_timeout_s,
-            warmup_requests=ctx.plan.warmup_requests,
-            on_progress=progress,
-            nice=ctx.server_nice,
-        ) as srv:
-            rep = run_load(
-                LoadSpec(
-                    url=srv.url,
-                    model=config.name,
-                    workload=ctx.workload,
-                    slos=ctx.slos,
-                    tokenizer=ctx.tokenizer,
-                    output_tokens=ctx.output_tokens,
-                    seed=ctx.plan.seed,
-                    rate=rate,
-                    requests=ctx.plan.level_requests(rate),
-                )
-            )
+        with fresh_server(config, ctx, "verify", progress) as server:
+            soak = run_soak(server.url, config, ctx, rate, seconds)
     except LaunchFailure as exc:
         return Verification(rate, False, 0.0, None, f"{exc.reason}: {exc.detail}")
-    progress(
-        f"verification at {rate:.3f} req/s: SLO {'met' if rep.slo_met else 'missed'}, "
-        f"goodput {rep.goodput_req_s:.3f} req/s"
-    )
-    return Verification(
-        rate, bool(rep.slo_met), rep.goodput_req_s, rep.to_dict(), None if rep.slo_met else "slo_not_met"
-    )
+    progress(f"verification: {soak.line()}")
+    reason = None if soak.holds else "slo_not_met: " + "; ".join(soak.reasons)
+    return Verification(rate, soak.holds, soak.goodput_req_s, soak.report, reason, soak.seconds)

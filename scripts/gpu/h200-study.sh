@@ -14,6 +14,10 @@
 #      the rounds are kept in study.db, so calls of CONFIRM=1 (one round fits a call) add up in best.json.
 #      Keep DEVICES the same across such calls: the rounds swap GPUs themselves, going on from the stored
 #      rounds (changing DEVICES as well undoes the swap; best.json records each measurement's GPU).
+# SOAK=S: certifying soaks of S seconds (tune --soak-seconds; default tune's, 180 on a GPU; 0: none).
+# CERTIFY=all|best|baseline: whom they certify (tune --certify). TRIALS no more than the study's finished
+#      trials certifies without searching further; certifications are kept in study.db, so CERTIFY=best then
+#      CERTIFY=baseline in two calls give the like-for-like certified gain.
 set -euo pipefail
 target="${1:?usage: h200-study.sh a30|h200|a30-w4a16|h200-w4a16 TRIALS TIME_BUDGET_S HARD_LIMIT_S}"
 gpu="${target%-w4a16}"
@@ -31,6 +35,8 @@ args=(--model "$model" --load-format dummy --workload "$workload" --slo "ttft_p9
 [ -f "$out/study.db" ] && args+=(--resume)
 [ -n "${DEVICES:-}" ] && args+=(--devices "$DEVICES")
 [ -n "${CONFIRM:-}" ] && args+=(--confirm "$CONFIRM")
+[ -n "${SOAK:-}" ] && args+=(--soak-seconds "$SOAK")
+[ -n "${CERTIFY:-}" ] && args+=(--certify "$CERTIFY")
 if [ "$gpu" != "$target" ]; then
   w4a16_model
   args+=(--quantized-model "$model-w4a16")
@@ -56,7 +62,7 @@ if [ -n "${OUT:-}" ]; then
     [ -f "$out/$f" ] && cp "$out/$f" "$keep/"
   done
   # tune.log and memory-lines.txt keep the earlier calls' lines (committed in $out), this call's under a header
-  header="### H200 call of $(date -u +%Y-%m-%dT%H:%MZ) (${DEVICES:+DEVICES=$DEVICES }${WORKLOAD:+WORKLOAD=$WORKLOAD }${CONFIRM:+CONFIRM=$CONFIRM }h200-study.sh $*; tune exit code $rc)"
+  header="### H200 call of $(date -u +%Y-%m-%dT%H:%MZ) (${DEVICES:+DEVICES=$DEVICES }${WORKLOAD:+WORKLOAD=$WORKLOAD }${CONFIRM:+CONFIRM=$CONFIRM }${SOAK:+SOAK=$SOAK }${CERTIFY:+CERTIFY=$CERTIFY }h200-study.sh $*; tune exit code $rc)"
   { [ -f "$out/tune.log" ] && cat "$out/tune.log"; echo "$header"; tail -c 2000000 "/tmp/tune-$name.log"; } \
     > "$keep/tune.log"
   # the startup memory lines of this call's trials (logs newer than its start): the budget's calibration data

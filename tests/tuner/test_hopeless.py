@@ -107,7 +107,15 @@ def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_pat
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     inp = inputs_mod.load_inputs(
         resolve(
-            {}, {"model": str(model), "gpu": "cpu", "slo": "ttft_p95=2s", "trials": 3, "out": str(tmp_path / "study")}
+            {},
+            {
+                "model": str(model),
+                "gpu": "cpu",
+                "slo": "ttft_p95=2s",
+                "trials": 3,
+                "out": str(tmp_path / "study"),
+                "soak_seconds": 0.0,  # no certifying soak: it would start a real server
+            },
         )
     )
     seen, goodputs = [], {0: 10.0, 1: 14.0, 2: 3.0}

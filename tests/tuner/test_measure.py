@@ -17,10 +17,16 @@ class FakeReport:
     slo_values: dict = field(default_factory=dict)
     failures: dict = field(default_factory=dict)
     records: tuple = ()
+    steady: None = None  # no steady-state judgement: these scripted levels are steady by construction
+    duration_s: float = 10.0
 
     @property
     def slo_met(self):
         return self.ttft_p95 is not None and self.ttft_p95 <= 1000.0
+
+    @property
+    def holds(self):
+        return self.slo_met
 
     def __post_init__(self):
         self.slo_values = {"ttft_p95": self.ttft_p95}

@@ -48,7 +48,7 @@ def result(n, state=COMPLETE, met=True, goodput=1.0, baseline=False, **cfg):
     )
 
 
-def fake_script(path, best):
+def fake_script(path, best, headline=None):
     path.write_text(f"#!/bin/bash\n# trial {best.number}\n")
 
 

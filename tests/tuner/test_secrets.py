@@ -65,6 +65,7 @@ def _inputs(tmp_path) -> Inputs:
 
 
 def test_best_json_report_and_console_never_hold_the_password(tmp_path):
+    from tuner.headline import headline
     from tuner.outputs import best_document, summarize
     from tuner.pipeline import Progress, metadata, tune
     from tuner.report_html import write_report
@@ -72,8 +73,10 @@ def test_best_json_report_and_console_never_hold_the_password(tmp_path):
     inp = _inputs(tmp_path)
     meta = metadata(inp, {"vllm": "0.32.0"}, "f" * 64)
     assert meta["settings"]["storage"] == mask(URL)
-    best = json.dumps(best_document(summarize([]), meta))
-    write_report(tmp_path / "report.html", [], summarize([]), meta)
+    summary = summarize([])
+    head = headline(summary, {}, None)
+    best = json.dumps(best_document(summary, meta, head))
+    write_report(tmp_path / "report.html", [], summary, meta, headline=head)
     assert SECRET not in best and SECRET not in (tmp_path / "report.html").read_text()
 
     console = io.StringIO()

@@ -48,5 +48,5 @@ def run(args: argparse.Namespace) -> int:
         inputs = load_inputs(settings)
         check_resume(inputs)
         outcome = tune(inputs)
-    print_outcome(outcome.out, outcome.summary, settings.slo)
+    print_outcome(outcome.out, outcome.summary, settings.slo, outcome.confirmation, outcome.headline)
     return outcome.exit_code

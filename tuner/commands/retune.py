@@ -27,6 +27,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="allowed capacity drop: the SLO must hold at (1 - tolerance) x the tuned rate (default 0.1 = 10%%)",
     )
     p.add_argument("--vllm-python", help="interpreter whose vLLM is launched (default: the study's)")
+    p.add_argument(
+        "--soak-seconds",
+        type=flag_type(float, FIELDS["soak_seconds"].rule),
+        help="seconds of the verification soak, and of a re-tune's certifying soaks (default: the study's)",
+    )
     p.add_argument("--config", help="project file (default ./slotune.yaml)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -56,7 +61,14 @@ def run(args: argparse.Namespace) -> int:
     if not study.is_dir():
         raise UsageError(f"--study {study}: no such folder; point --study at a folder written by `tune`")
     with claimed(study, "--study"):
-        result = retune(study, trials=args.trials, tolerance=args.tolerance, vllm_python=args.vllm_python, progress=say)
+        result = retune(
+            study,
+            trials=args.trials,
+            tolerance=args.tolerance,
+            vllm_python=args.vllm_python,
+            soak_seconds=args.soak_seconds,
+            progress=say,
+        )
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     else:

@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tuner.headline import CONFIRMED
 from tuner.settings import FIELDS, TuneSettings, resolve
+
+if TYPE_CHECKING:
+    from tuner.confirm import Confirmation
+    from tuner.headline import Headline
+    from tuner.outputs import Summary
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -36,35 +42,34 @@ def settings_from_args(args: argparse.Namespace) -> TuneSettings:
     return settings if path is None else replace(settings, config_file=str(path))
 
 
-def print_outcome(out: Path, summary: Any, slo: str, confirmation: Any = None) -> None:
+def print_outcome(
+    out: Path, summary: Summary, slo: str, confirmation: Confirmation | None = None, head: Headline | None = None
+) -> None:
+    """The final lines: the study's headline (tuner.headline: the same capacity and gain as every file; by
+    default that of a study without certifications), the --confirm re-measurements, and where the files are."""
+    from tuner.headline import headline
+
+    head = head or headline(summary, {}, confirmation)
     if summary.best is None:
         print(
             f"No configuration met {slo} at any tested load; closest configs in {out / 'report.html'}; "
             "no launch.sh written."
         )
         return
-    b = summary.best
-    if b.is_baseline:
+    print(head.line())
+    if head.single_measurement:
         print(
-            f"Best: vLLM's own defaults (trial {b.number}), goodput {summary.best_goodput_text()} at "
-            f"{b.best_rate:.3f} req/s; no tried configuration beat them"
+            "note: that gain rests on a single measurement of the best or of the defaults, and single "
+            "measurements of one configuration can differ by 20 % or more (README, 'Search quality'); "
+            "certification (--soak-seconds) or --confirm 2 re-measures both on fresh servers"
         )
-    else:
-        g = summary.gain_over_baseline
-        gain = "" if g is None else f" ({g * 100:+.0f}% vs vLLM defaults)"
-        print(f"Best: trial {b.number}, goodput {summary.best_goodput_text()} at {b.best_rate:.3f} req/s{gain}")
-        if (
-            g is not None
-            and confirmation is None
-            and min(len(summary.best_goodputs), len(summary.baseline_goodputs)) == 1
-        ):
-            print(
-                "note: that gain rests on a single measurement of the best or of the defaults, and single "
-                "measurements of one configuration can differ by 20 % or more (README, 'Search quality'); "
-                "--confirm 2 re-measures both on fresh servers"
-            )
+    if head.certification_failed:
+        print(
+            f"warning: no soak held {slo} on a fresh server down to the search's lowest passing rate: the search's "
+            "short levels overstate what this configuration sustains (report.html lists each soak and why)"
+        )
     if confirmation is not None:
-        print(confirmation.line())
+        print(confirmation.line(gain=head.basis == CONFIRMED))
         if confirmation.gain_on_means is None or confirmation.gain_on_means <= 0:
             print(
                 f"warning: on fresh servers the best did not beat {confirmation.rival_name}: the search's margin "
@@ -89,5 +94,5 @@ def run(args: argparse.Namespace) -> int:
         check_resume(inputs)
         quantized = maybe_quantize(settings, inputs)
         outcome = tune(inputs, quantized=quantized)
-    print_outcome(outcome.out, outcome.summary, settings.slo, outcome.confirmation)
+    print_outcome(outcome.out, outcome.summary, settings.slo, outcome.confirmation, outcome.headline)
     return outcome.exit_code

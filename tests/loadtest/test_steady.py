@@ -1,0 +1,141 @@
+"""The steady-state judgement of a level (loadtest.steady) and the steady-state level length (level_end)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from loadtest.lengths import LengthDist
+from loadtest.level_end import LevelEnd
+from loadtest.metrics import compute_metrics
+from loadtest.records import Chunk, RequestRecord
+from loadtest.runner import LoadSpec, run_load
+from loadtest.slo import SLO
+from loadtest.steady import percentile_interval
+from loadtest.testing import FakeResponse, FakeTransport
+from loadtest.workload import Workload
+
+TTFT_2S = (SLO("ttft", 95, 2000.0),)
+
+
+def record(i: int, at: float, ttft_s: float, e2e_s: float) -> RequestRecord:
+    return RequestRecord(
+        index=i,
+        scheduled_at=at,
+        sent_at=at,
+        chunks=(Chunk(at + ttft_s, 1), Chunk(at + e2e_s, 1)),
+        done_at=at + e2e_s,
+        completion_tokens=2,
+    )
+
+
+def queue(rate: float, service_rate: float, seconds: float, seed: int = 1) -> list[RequestRecord]:
+    """A single-server FIFO queue fed by Poisson arrivals: TTFT is the wait plus 20 ms."""
+    rng = random.Random(seed)
+    t, free_at, out = 0.0, 0.0, []
+    while t < seconds:
+        start = max(t, free_at)
+        free_at = start + rng.expovariate(service_rate)
+        out.append(record(len(out), t, start - t + 0.02, free_at - t + 0.02))
+        t += rng.expovariate(rate)
+    return out
+
+
+def test_a_stable_queue_is_steady() -> None:
+    rep = compute_metrics(queue(rate=5.0, service_rate=10.0, seconds=120), slos=TTFT_2S)
+    assert rep.slo_met and rep.steady is not None and rep.steady.holds, rep.steady
+    assert rep.holds and rep.steady.ttft_growth is not None
+    assert rep.steady.ttft_growth.low <= rep.steady.ttft_growth.estimate <= rep.steady.ttft_growth.high
+
+
+def test_a_queue_over_capacity_is_not_steady_although_its_whole_p95_holds() -> None:
+    # 11 req/s into 10/s: the queue grows ~1 request/s; over 40 s the wait climbs to ~3-4 s by the end, but the
+    # p95 over the whole level can still look fine when most requests came early — the tail and growth catch it
+    recs = queue(rate=11.0, service_rate=10.0, seconds=40, seed=3)
+    rep = compute_metrics(recs, slos=(SLO("ttft", 95, 6000.0),))
+    assert rep.steady is not None and not rep.steady.holds
+    assert any("grew" in r for r in rep.steady.reasons), rep.steady.reasons
+    assert not rep.holds
+
+
+def test_the_last_half_must_meet_the_slo_too() -> None:
+    early = [record(i, i * 0.1, 0.05, 0.1) for i in range(150)]
+    late = [record(150 + i, 15 + i * 0.1, 2.5, 2.6) for i in range(10)]  # 10 of 160 miss: whole p95 misses too
+    fine_then_bad = early + late
+    rep = compute_metrics(fine_then_bad, slos=TTFT_2S)
+    assert rep.steady is not None and not rep.steady.tail_met
+    assert "last half missed ttft_p95" in rep.steady.summary()
+
+
+def test_growth_tolerance_scales_with_the_ttft_limit() -> None:
+    # the same mild drift (TTFT 50 → 250 ms over the level) is growth under a 500 ms SLO, noise under 20 s
+    drift = [record(i, i * 0.05, 0.05 + 0.2 * i / 400, 0.3) for i in range(400)]
+    tight = compute_metrics(drift, slos=(SLO("ttft", 95, 500.0),)).steady
+    loose = compute_metrics(drift, slos=(SLO("ttft", 95, 20000.0),)).steady
+    assert tight is not None and not tight.holds
+    assert loose is not None and loose.holds
+
+
+def test_too_few_requests_leave_growth_unjudged() -> None:
+    rep = compute_metrics([record(i, i * 0.5, 0.05, 0.1) for i in range(10)], slos=TTFT_2S)
+    assert rep.steady is not None and rep.steady.ttft_growth is None and rep.steady.holds
+    assert "growth not judged" in rep.steady.summary()
+
+
+def test_p95_interval_covers_the_true_p95_of_a_known_distribution() -> None:
+    rng = random.Random(7)
+    covered = sum(
+        (iv := percentile_interval([rng.expovariate(1.0) for _ in range(400)], 95, seed=k)) is not None
+        and iv.low <= 2.9957 <= iv.high  # exponential(1): p95 = ln 20
+        for k in range(40)
+    )
+    assert covered >= 30  # a 90 % interval: ~36 of 40 expected
+
+
+def test_level_end_waits_for_many_lifetimes() -> None:
+    end = LevelEnd(planned=5, multiple=10.0)
+    assert not end.reached(3, 100.0)  # the planned requests first
+    assert not end.reached(6, 1.0)  # nothing completed: lifetime unknown
+    end.add(record(0, 0.0, 0.1, 0.5))
+    assert not end.reached(6, 4.9) and end.reached(6, 5.0)
+    assert LevelEnd(planned=5, multiple=None).reached(5, 0.0)
+
+
+class SleepingResponse(FakeResponse):
+    """A scripted stream whose delays pass in real time (concurrent requests overlap, as on a server)."""
+
+    async def lines(self):  # type: ignore[no-untyped-def,override]
+        for delay, line in self.lines_:
+            await asyncio.sleep(delay)
+            yield line
+
+
+def test_a_steady_state_level_sends_past_its_planned_requests() -> None:
+    wl = Workload("t", LengthDist("fixed", 16, 16), LengthDist("fixed", 4, 4))
+    events = FakeResponse.stream(None, [(0.03, 1), (0.02, 3)]).lines_
+    transport = FakeTransport(lambda req: SleepingResponse(200, events))
+
+    def level(**kw: object):  # type: ignore[no-untyped-def]
+        spec = LoadSpec(
+            url="http://fake:1",
+            model="m",
+            workload=wl,
+            rate=50.0,
+            requests=20,
+            seed=1,
+            scrape_server_metrics=False,
+            probe=False,
+            **kw,
+        )  # type: ignore[arg-type]
+        return run_load(spec, session=transport)
+
+    assert level().requests_ok == 20
+    longer = level(steady_e2e_multiple=20.0, max_duration_s=10.0)
+    mean_e2e_s = longer.e2e_ms.mean / 1000
+    assert longer.requests_ok > 30
+    sent_for_s = max(r.scheduled_at for r in longer.records) - min(r.scheduled_at for r in longer.records)
+    assert sent_for_s == pytest.approx(20 * mean_e2e_s, rel=0.2)
+    capped = level(steady_e2e_multiple=1000.0, max_duration_s=1.0)
+    assert capped.requests_ok < 1.0 * 50 * 2  # the maximum duration caps it

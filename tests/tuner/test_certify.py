@@ -1,0 +1,176 @@
+"""Certification (soak, step down, keep in the study) and the one headline every output states."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from dataclasses import dataclass, field
+from html import unescape
+from typing import Any
+
+import pytest
+
+from launch.config import ServeConfig
+from launch.errors import LaunchFailure
+from tuner.certified import certify_study, floor_rate, stored, to_certify
+from tuner.certify import MAX_SOAKS, STEP, Certification, Soak, certify
+from tuner.confirm import Confirmation
+from tuner.headline import CERTIFIED, CONFIRMED, SEARCH, headline
+from tuner.outputs import summarize, write_outputs
+from tuner.report_html import write_report
+from tuner.trial_result import TrialResult
+
+
+def soak(rate: float, holds: bool, sustained: float | None = None) -> Soak:
+    return Soak(rate, 30.0, holds, () if holds else ("last half missed ttft_p95 2,400 ms",), rate, 10 * rate,
+                rate if sustained is None else sustained, {"ttft_p95": 900.0 if holds else 2400.0}, {}, {})  # fmt: skip
+
+
+@dataclass
+class FakeServer:
+    url: str = "http://fake:1"
+    started: list[str] = field(default_factory=list)
+
+
+def serving(server: FakeServer):
+    @contextlib.contextmanager
+    def serve():
+        server.started.append("start")
+        yield server
+        server.started.append("stop")
+
+    return serve
+
+
+def test_certify_steps_down_on_one_fresh_server_until_a_soak_holds():
+    server, tried = FakeServer(), []
+
+    def run_soak(url, rate):
+        tried.append(rate)
+        return soak(rate, holds=rate <= 8.2)  # holds only below 8.2 req/s
+
+    cert = certify(3, 10.0, 2.0, 30.0, serving(server), run_soak)
+    assert tried == pytest.approx([10.0, 9.0, 8.1])  # 10 missed, 9 missed, 8.1 held
+    assert cert.certified_rate == pytest.approx(8.1) and cert.certified_soak.rate == pytest.approx(8.1)
+    assert server.started == ["start", "stop"]  # one server for all the soaks, stopped after
+    assert "certified 8.100 req/s" in cert.line() and "estimate 10.000" in cert.line()
+    assert Certification.from_dict(json.loads(json.dumps(cert.to_dict()))) == cert
+
+
+def test_certify_gives_up_at_the_floor_and_says_so():
+    cert = certify(1, 10.0, 7.5, 30.0, serving(FakeServer()), lambda url, rate: soak(rate, False))
+    assert [s.rate for s in cert.soaks] == pytest.approx([10.0, 9.0, 8.1])  # 7.29 would be under the floor
+    assert cert.certified_rate is None and "NOT certified" in cert.line()
+
+
+def test_a_launch_failure_is_a_failed_certification_not_an_exception():
+    @contextlib.contextmanager
+    def broken():
+        raise LaunchFailure("oom", "CUDA out of memory", "")
+        yield
+
+    cert = certify(1, 10.0, 1.0, 30.0, broken, lambda url, rate: soak(rate, True))
+    assert cert.certified_rate is None and cert.fail_reason.startswith("oom")
+
+
+def test_an_estimate_far_too_high_steps_down_to_what_the_server_sustained():
+    # as on the H200: a search estimate of 103 req/s for a server that completes ~52 at that load
+    tried = []
+
+    def run_soak(url, rate):
+        tried.append(rate)
+        return soak(rate, holds=rate <= 50.0, sustained=min(rate, 52.0))
+
+    cert = certify(3, 103.0, 10.0, 120.0, serving(FakeServer()), run_soak)
+    assert tried == pytest.approx([103.0, 52.0 * STEP]) and cert.certified_rate == pytest.approx(46.8)
+
+
+def test_the_estimate_is_always_soaked_and_soaks_are_bounded():
+    once = certify(1, 4.0, 5.0, 30.0, serving(FakeServer()), lambda url, rate: soak(rate, False))
+    assert [s.rate for s in once.soaks] == [4.0]  # under the floor after one step: no second soak
+    many = certify(1, 100.0, 0.0, 30.0, serving(FakeServer()), lambda url, rate: soak(rate, False))
+    assert len(many.soaks) == MAX_SOAKS and many.soaks[1].rate == pytest.approx(100 * STEP)
+
+
+def trial(n: int, rate: float | None, baseline: bool = False, seqs: int | None = None) -> TrialResult:
+    cfg = ServeConfig(model="/m", max_num_seqs=seqs)
+    levels = ({"kind": "rate", "rate": rate / 2, "slo_met": True}, {"kind": "rate", "rate": rate, "slo_met": True})
+    return TrialResult(number=n, state="COMPLETE", is_baseline=baseline, config=cfg, slo_met=rate is not None,
+                       goodput_req_s=rate or 0.0, best_rate=rate, levels=levels if rate else (),
+                       report={"ttft_ms": {"p95": 500.0}})  # fmt: skip
+
+
+class Attrs:
+    def __init__(self) -> None:
+        self.user_attrs: dict[str, Any] = {}
+
+    def set_user_attr(self, key: str, value: Any) -> None:
+        self.user_attrs[key] = value
+
+
+def cert_of(t: TrialResult, rate: float | None, soak_s: float = 30.0) -> Certification:
+    return Certification(t.number, t.best_rate or 0.0, soak_s, (soak(rate or 1.0, rate is not None),))
+
+
+def test_the_best_and_the_defaults_are_certified_once_and_kept_in_the_study():
+    base, best = trial(0, 4.0, baseline=True), trial(1, 10.0, seqs=64)
+    summary = summarize([base, best])
+    assert [t.number for t in to_certify(summary)] == [1, 0]
+    assert [t.number for t in to_certify(summary, "best")] == [1]
+    assert [t.number for t in to_certify(summary, "baseline")] == [0]
+    assert floor_rate(best) == 5.0
+    study, runs = Attrs(), []
+
+    def run(t):
+        runs.append(t.number)
+        return cert_of(t, t.best_rate * 0.9)
+
+    certify_study(study, summary, 30.0, run)
+    certify_study(study, summary, 30.0, run)  # a resume: nothing soaked again
+    assert runs == [1, 0] and set(stored(study)) == {0, 1}
+    certify_study(study, summary, 60.0, run)  # another soak length: certified again
+    assert runs == [1, 0, 1, 0]
+
+
+def test_the_headline_compares_like_with_like():
+    base, best = trial(0, 4.0, baseline=True), trial(1, 10.0, seqs=64)
+    summary = summarize([base, best])
+    both = headline(summary, {1: cert_of(best, 9.0), 0: cert_of(base, 3.0)}, None)
+    assert both.basis == CERTIFIED and both.gain == pytest.approx(2.0) and both.rate_req_s == 9.0
+    # only the best certified: the gain comes from like measurements of both (the search's), said so
+    one = headline(summary, {1: cert_of(best, 9.0)}, None)
+    assert one.basis == SEARCH and one.gain == pytest.approx(1.5) and one.single_measurement
+    assert one.rate_req_s == 9.0 and "certified" in one.rate_text()
+    confirmed = headline(summary, {1: cert_of(best, 9.0)}, Confirmation(1, 0, True, (8.0,), (5.0,)))
+    assert confirmed.basis == CONFIRMED and confirmed.gain == pytest.approx(0.6)
+    failed = headline(summary, {1: cert_of(best, None)}, None)
+    assert failed.certification_failed and failed.rate_req_s == 10.0 and "no soak held" in failed.rate_text()
+
+
+def test_every_file_states_the_same_headline(tmp_path):
+    base, best = trial(0, 4.0, baseline=True), trial(1, 10.0, seqs=64)
+    certs = {1: cert_of(best, 9.0), 0: cert_of(base, 3.0)}
+    notes: list[str] = []
+
+    def script(path, b, head):
+        notes.append(head.line())
+        path.write_text(f"# {head.rate_text()}\n")
+
+    write_outputs(tmp_path, [base, best], {"slo": "ttft_p95=2s", "notes": []}, script, write_report, None, certs)
+    doc = json.loads((tmp_path / "best.json").read_text())
+    html = unescape((tmp_path / "report.html").read_text())
+    assert doc["certified_rate_req_s"] == 9.0 and doc["gain_over_baseline"] == pytest.approx(2.0)
+    assert doc["headline"]["line"] == notes[0] and "+200% over vLLM's defaults" in notes[0]
+    assert set(re.findall(r"[+-]\d+% over vLLM's defaults", html)) == {"+200% over vLLM's defaults"}
+    assert "9.000 req/s certified" in (tmp_path / "launch.sh").read_text() and "9.000 req/s certified" in html
+    csv = (tmp_path / "trials.csv").read_text().splitlines()
+    col = csv[0].split(",").index("certified_rate_req_s")
+    assert [float(line.split(",")[col]) for line in csv[1:]] == [3.0, 9.0]
+
+
+def test_every_level_and_soak_draws_its_own_prompts():
+    from tuner.objective import level_seed
+
+    seeds = {level_seed(0, trial, level) for trial in range(20) for level in range(12)}
+    assert len(seeds) == 20 * 12

@@ -1,0 +1,76 @@
+"""Which configurations a study certifies, and where their certifications are kept.
+
+After the search (and any --confirm), the best configuration and vLLM's defaults are each certified
+(tuner.certify) so that the headline gain compares like with like. Certifications live in the study
+(user attribute ``certifications``), so a resumed study keeps them instead of soaking again; one made
+with another soak length, or of a trial that is no longer the best or the defaults, is not reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from tuner.certify import Certification
+from tuner.outputs import Summary
+from tuner.trial_result import TrialResult
+
+STUDY_ATTR = "certifications"
+
+
+class AttrStore(Protocol):  # an optuna.Study, or a stand-in in tests
+    @property
+    def user_attrs(self) -> dict[str, Any]: ...
+
+    def set_user_attr(self, key: str, value: Any) -> None: ...
+
+
+def stored(study: AttrStore) -> dict[int, Certification]:
+    """The study's certifications by trial number (the latest of each trial)."""
+    out: dict[int, Certification] = {}
+    for d in study.user_attrs.get(STUDY_ATTR, []):
+        cert = Certification.from_dict(d)
+        out[cert.trial] = cert
+    return out
+
+
+WHOM = ("all", "best", "baseline")
+
+
+def to_certify(summary: Summary, whom: str = "all") -> list[TrialResult]:
+    """The best, and vLLM's defaults when they met the SLO and are not the best (``whom``: WHOM)."""
+    best, base = summary.best, summary.baseline
+    if best is None:
+        return []
+    out = [best] if whom in ("all", "best") else []
+    if whom in ("all", "baseline") and base is not None and base.number != best.number and base.slo_met:
+        out.append(base)
+    return [t for t in out if t.best_rate]
+
+
+def floor_rate(trial: TrialResult) -> float:
+    """The lowest rate the search saw hold for this trial: soaks step down no further."""
+    held = [
+        lv["rate"]
+        for lv in trial.levels
+        if lv.get("kind") == "rate" and lv.get("slo_met") and lv.get("steady_holds", True) and lv.get("rate")
+    ]
+    return min(held) if held else (trial.best_rate or 0.0) / 2
+
+
+def certify_study(
+    study: AttrStore,
+    summary: Summary,
+    soak_s: float,
+    run: Callable[[TrialResult], Certification],
+    whom: str = "all",
+) -> dict[int, Certification]:
+    """Certify what needs it (reusing stored certifications of the same soak length) and store the new ones."""
+    have = stored(study)
+    for trial in to_certify(summary, whom):
+        old = have.get(trial.number)
+        if old is not None and old.soak_s == soak_s:
+            continue
+        have[trial.number] = run(trial)
+        study.set_user_attr(STUDY_ATTR, [c.to_dict() for c in have.values()])
+    return have

@@ -1,0 +1,194 @@
+"""Certify a capacity: hold a fresh server at the stated rate for minutes; step down until it holds.
+
+The capacity search brackets the edge with levels that last several request lifetimes; a level is still
+short, and the best of many short levels is biased upwards. A certified rate is one a fresh server held
+for ``soak_s`` (default 2 min on the CPU, 3 on a GPU) with every SLO met over the whole soak and over its
+last half, and no growing queue (loadtest.steady). Where a soak misses, the rate steps down by ``STEP``
+and the same server soaks again, down to the lowest rate the search saw hold — or, when the server completed
+fewer requests per second than that, to STEP below what it completed (a search estimate twice too high then
+costs one soak, not seven).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from loadtest.report import LoadReport
+from loadtest.slo import SLO
+from loadtest.steady import Interval, percentile_interval
+
+STEP = 0.9  # each step down keeps this share of the rate
+MAX_SOAKS = 5
+
+
+class Served(Protocol):
+    url: str
+
+
+@dataclass(frozen=True)
+class Soak:
+    """One soak: the rate, what it measured, and whether it held (and why not)."""
+
+    rate: float
+    seconds: float  # first scheduled send to last end
+    holds: bool
+    reasons: tuple[str, ...]
+    goodput_req_s: float
+    throughput_tok_s: float
+    throughput_req_s: float  # requests completed per second over the soak: what the server sustained
+    slo_values: dict[str, float | None]
+    intervals: dict[str, Interval]  # per SLO: a bootstrap interval of its percentile
+    report: dict[str, Any]
+
+    def line(self) -> str:
+        vals = ", ".join(
+            f"{k} {v:.0f} ms" + (f" [{iv.low:.0f}, {iv.high:.0f}]" if (iv := self.intervals.get(k)) else "")
+            for k, v in self.slo_values.items()
+            if v is not None
+        )
+        verdict = "held" if self.holds else "missed: " + "; ".join(self.reasons)
+        return f"soak at {self.rate:.3f} req/s for {self.seconds:.0f} s: {verdict} ({vals or 'no SLO value'})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rate_req_s": self.rate,
+            "seconds": self.seconds,
+            "holds": self.holds,
+            "reasons": list(self.reasons),
+            "goodput_req_s": self.goodput_req_s,
+            "throughput_tok_s": self.throughput_tok_s,
+            "throughput_req_s": self.throughput_req_s,
+            "slo_values": dict(self.slo_values),
+            "intervals": {k: iv.to_dict() for k, iv in self.intervals.items()},
+            "metrics": self.report,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Soak:
+        intervals = {k: Interval(**iv) for k, iv in (d.get("intervals") or {}).items()}
+        return cls(
+            d["rate_req_s"],
+            d["seconds"],
+            d["holds"],
+            tuple(d["reasons"]),
+            d["goodput_req_s"],
+            d["throughput_tok_s"],
+            d.get("throughput_req_s", 0.0),
+            dict(d["slo_values"]),
+            intervals,
+            d.get("metrics") or {},
+        )
+
+
+@dataclass(frozen=True)
+class Certification:
+    """The soaks of one configuration, from the search's estimate down; the first that held certifies."""
+
+    trial: int
+    estimate_req_s: float
+    soak_s: float
+    soaks: tuple[Soak, ...]
+    fail_reason: str | None = None  # the server could not start
+
+    @property
+    def certified_rate(self) -> float | None:
+        held = [s.rate for s in self.soaks if s.holds]
+        return max(held) if held else None
+
+    @property
+    def certified_soak(self) -> Soak | None:
+        return next((s for s in self.soaks if s.holds and s.rate == self.certified_rate), None)
+
+    def line(self) -> str:
+        if self.certified_rate is None:
+            why = self.fail_reason or f"no soak held down to {self.soaks[-1].rate:.3f} req/s"
+            return f"trial {self.trial}: NOT certified ({why}); the search's estimate was {self.estimate_req_s:.3f}"
+        return (
+            f"trial {self.trial}: certified {self.certified_rate:.3f} req/s ({self.soak_s:.0f}-s soak on a fresh "
+            f"server; the search's estimate {self.estimate_req_s:.3f})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trial": self.trial,
+            "estimate_req_s": self.estimate_req_s,
+            "soak_s": self.soak_s,
+            "certified_rate_req_s": self.certified_rate,
+            "soaks": [s.to_dict() for s in self.soaks],
+            "fail_reason": self.fail_reason,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Certification:
+        soaks = tuple(Soak.from_dict(s) for s in d["soaks"])
+        return cls(d["trial"], d["estimate_req_s"], d["soak_s"], soaks, d.get("fail_reason"))
+
+
+def soak_of(rate: float, rep: LoadReport, slos: tuple[SLO, ...]) -> Soak:
+    """A Soak from the load report of one soak level."""
+    reasons: list[str] = []
+    if not rep.slo_met:
+        missed = [k for k, v in rep.slo_values.items() if not _met(slos, k, v)]
+        reasons.append("whole soak missed " + ", ".join(missed or ["the SLOs"]))
+    if rep.steady is not None:
+        reasons.extend(rep.steady.reasons)
+    intervals = {
+        s.key: iv
+        for s in slos
+        if s.metric in ("ttft", "tpot", "e2e") and (iv := percentile_interval(rep.samples[s.metric], s.percentile))
+    }
+    return Soak(
+        rate,
+        rep.duration_s,
+        not reasons,
+        tuple(reasons),
+        rep.goodput_req_s,
+        rep.throughput_tok_s,
+        rep.throughput_req_s,
+        dict(rep.slo_values),
+        intervals,
+        rep.to_dict(),
+    )
+
+
+def _met(slos: tuple[SLO, ...], key: str, value: float | None) -> bool:
+    return all(s.met_by(value) for s in slos if s.key == key)
+
+
+def certify(
+    trial: int,
+    estimate: float,
+    floor: float,
+    soak_s: float,
+    serve: Callable[[], contextlib.AbstractContextManager[Served]],
+    run_soak: Callable[[str, float], Soak],
+    progress: Callable[[str], None] = lambda _m: None,
+) -> Certification:
+    """Soak a fresh server (``serve()``) at ``estimate``; step down by STEP while a soak misses, to no lower
+    than ``floor`` (the lowest rate the search saw hold) and at most MAX_SOAKS times."""
+    from launch.errors import LaunchFailure
+
+    soaks: list[Soak] = []
+    try:
+        with serve() as server:
+            rate: float | None = estimate
+            while rate is not None:
+                progress(f"certifying trial {trial}: soak at {rate:.3f} req/s for {soak_s:.0f} s")
+                soaks.append(run_soak(server.url, rate))
+                progress(soaks[-1].line())
+                rate = None if soaks[-1].holds else next_rate(soaks, floor)
+    except LaunchFailure as exc:
+        return Certification(trial, estimate, soak_s, tuple(soaks), fail_reason=f"{exc.reason}: {exc.detail}")
+    return Certification(trial, estimate, soak_s, tuple(soaks))
+
+
+def next_rate(soaks: list[Soak], floor: float) -> float | None:
+    """After a missed soak: STEP below its rate, or below what the server sustained when that is lower;
+    None at MAX_SOAKS or under the floor."""
+    last = soaks[-1]
+    sustained = last.throughput_req_s if last.throughput_req_s > 0 else last.rate
+    rate = STEP * min(last.rate, sustained)
+    return rate if len(soaks) < MAX_SOAKS and rate >= floor else None

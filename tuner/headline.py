@@ -1,0 +1,124 @@
+"""The one headline of a study: the capacity it states and its gain over vLLM's defaults.
+
+Computed once, here, and read by every output (console, best.json, report.html, launch.sh's header,
+retune) so no two files of a study disagree. The capacity is the certified rate where a soak certified
+it, else the search's estimate, said as such. The gain compares like with like: both certified; else
+the means of both --confirm re-measurements; else both search estimates (saying when one of them is a
+single measurement).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from tuner.certify import Certification
+
+if TYPE_CHECKING:
+    from tuner.confirm import Confirmation
+    from tuner.outputs import Summary
+
+CERTIFIED, CONFIRMED, SEARCH = "certified", "confirmed", "search"
+BASIS_TEXT = {
+    CERTIFIED: "both certified by soaks on fresh servers",
+    CONFIRMED: "means of the --confirm re-measurements on fresh servers",
+    SEARCH: "the search's levels",
+}
+
+
+@dataclass(frozen=True)
+class Headline:
+    best_trial: int | None
+    best_is_baseline: bool
+    estimate_req_s: float | None  # the search's highest passing rate for the best
+    certified_req_s: float | None
+    soak_s: float | None
+    baseline_estimate_req_s: float | None
+    baseline_certified_req_s: float | None
+    gain: float | None
+    basis: str | None  # CERTIFIED | CONFIRMED | SEARCH; None without a gain
+    single_measurement: bool = False  # the gain rests on one search measurement of the best or the defaults
+    certification_failed: bool = False  # a soak was asked for and none held
+
+    @property
+    def rate_req_s(self) -> float | None:
+        """The stated capacity: certified where a soak certified it, else the search's estimate."""
+        return self.certified_req_s if self.certified_req_s is not None else self.estimate_req_s
+
+    def rate_text(self) -> str:
+        if self.certified_req_s is not None:
+            return (
+                f"{self.certified_req_s:.3f} req/s certified ({self.soak_s:.0f}-s soak on a fresh server; "
+                f"the search's estimate {self.estimate_req_s:.3f})"
+            )
+        if self.estimate_req_s is None:
+            return "no rate held"
+        why = "no soak held" if self.certification_failed else "not certified"
+        return f"{self.estimate_req_s:.3f} req/s, the search's estimate ({why})"
+
+    def gain_text(self) -> str:
+        if self.best_is_baseline:
+            return "vLLM's defaults were the best configuration tried"
+        if self.gain is None or self.basis is None:
+            return "no gain over vLLM's defaults stated (they have no comparable measurement)"
+        text = f"{self.gain * 100:+.0f}% over vLLM's defaults ({BASIS_TEXT[self.basis]}"
+        if self.basis == CERTIFIED:
+            text += f": {self.certified_req_s:.3f} vs {self.baseline_certified_req_s:.3f} req/s"
+        if self.single_measurement:
+            text += "; a single measurement of one side"
+        return text + ")"
+
+    def line(self) -> str:
+        if self.best_trial is None:
+            return "No configuration met the SLOs at any tested load."
+        return f"Best: trial {self.best_trial}, {self.rate_text()}; {self.gain_text()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "best_trial": self.best_trial,
+            "rate_req_s": self.rate_req_s,
+            "certified_rate_req_s": self.certified_req_s,
+            "estimate_req_s": self.estimate_req_s,
+            "soak_s": self.soak_s,
+            "baseline_certified_rate_req_s": self.baseline_certified_req_s,
+            "baseline_estimate_req_s": self.baseline_estimate_req_s,
+            "gain_over_baseline": self.gain,
+            "gain_basis": self.basis,
+            "single_measurement": self.single_measurement,
+            "certification_failed": self.certification_failed,
+            "line": self.line(),
+        }
+
+
+def headline(
+    summary: Summary, certifications: Mapping[int, Certification], confirmation: Confirmation | None
+) -> Headline:
+    best, base = summary.best, summary.baseline
+    if best is None:
+        return Headline(None, False, None, None, None, None, None, None, None)
+    cert = certifications.get(best.number)
+    base_cert = certifications.get(base.number) if base is not None else None
+    base_rate = base.best_rate if base is not None and base.slo_met else None
+    stated = Headline(
+        best_trial=best.number,
+        best_is_baseline=best.is_baseline,
+        estimate_req_s=best.best_rate,
+        certified_req_s=cert.certified_rate if cert else None,
+        soak_s=cert.soak_s if cert else None,
+        baseline_estimate_req_s=base_rate,
+        baseline_certified_req_s=base_cert.certified_rate if base_cert else None,
+        gain=None,
+        basis=None,
+        certification_failed=cert is not None and cert.certified_rate is None,
+    )
+    if best.is_baseline:
+        return stated
+    if cert and base_cert and cert.certified_rate and base_cert.certified_rate:
+        return replace(stated, gain=cert.certified_rate / base_cert.certified_rate - 1, basis=CERTIFIED)
+    if confirmation is not None and confirmation.rival_is_baseline and confirmation.gain_on_means is not None:
+        return replace(stated, gain=confirmation.gain_on_means, basis=CONFIRMED)
+    if summary.gain_over_baseline is not None:
+        single = min(len(summary.best_goodputs), len(summary.baseline_goodputs)) == 1
+        return replace(stated, gain=summary.gain_over_baseline, basis=SEARCH, single_measurement=single)
+    return stated

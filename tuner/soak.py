@@ -1,0 +1,79 @@
+"""The real-vLLM side of certification and verification: a fresh server for a configuration, and one
+soak level (a fixed rate held for ``MeasurePlan.soak_s``) against it."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Callable, Iterator
+
+from launch.config import ServeConfig
+from loadtest.runner import LoadSpec, run_load
+from tuner.certify import Certification, Served, Soak, certify, soak_of
+from tuner.measure import MIN_LEVEL_FLOOR
+from tuner.objective import TrialContext, launched_config
+
+SOAK_SEED = 7919  # soaks draw other prompts and arrivals than the search's levels
+
+
+@contextlib.contextmanager
+def fresh_server(
+    config: ServeConfig, ctx: TrialContext, label: str, progress: Callable[[str], None], device: str | None = None
+) -> Iterator[Served]:
+    """Start ``config`` as the trials do (emulated memory, niceness, warm-up), stop it on exit."""
+    from launch.server import start_server
+
+    launched = launched_config(config, ctx)
+    if device is not None:
+        launched = launched.with_env(CUDA_VISIBLE_DEVICES=device)
+    with start_server(
+        launched,
+        python=ctx.python,
+        log_dir=ctx.log_dir / label,
+        startup_timeout_s=ctx.startup_timeout_s,
+        warmup_requests=ctx.plan.warmup_requests,
+        on_progress=progress,
+        nice=ctx.server_nice,
+    ) as server:
+        yield server
+
+
+def run_soak(url: str, config: ServeConfig, ctx: TrialContext, rate: float, seconds: float, attempt: int = 0) -> Soak:
+    """Hold ``rate`` for ``seconds`` (Poisson arrivals); abandoned once an SLO is certainly lost. Each
+    ``attempt`` on one server draws other prompts (a repeat would be served from the prefix cache)."""
+    spec = LoadSpec(
+        url=url,
+        model=config.name,
+        workload=ctx.workload,
+        slos=ctx.slos,
+        tokenizer=ctx.tokenizer,
+        output_tokens=ctx.output_tokens,
+        seed=ctx.plan.seed + SOAK_SEED * (attempt + 1),
+        rate=rate,
+        requests=max(MIN_LEVEL_FLOOR, round(rate * seconds)),
+        abandon_when_lost=True,
+    )
+    return soak_of(rate, run_load(spec), ctx.slos)
+
+
+def certify_config(
+    trial: int,
+    config: ServeConfig,
+    ctx: TrialContext,
+    estimate: float,
+    floor: float,
+    progress: Callable[[str], None],
+    device: str | None = None,
+) -> Certification:
+    """Certify ``config`` on a fresh server from the search's ``estimate`` down (tuner.certify)."""
+    seconds = ctx.plan.soak_s
+    attempts = itertools.count()
+    return certify(
+        trial,
+        estimate,
+        floor,
+        seconds,
+        lambda: fresh_server(config, ctx, f"certify-{trial:03d}", progress, device),
+        lambda url, rate: run_soak(url, config, ctx, rate, seconds, next(attempts)),
+        progress,
+    )
