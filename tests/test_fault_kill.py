@@ -43,8 +43,8 @@ def no_orphans_within(model: Path, seconds: float) -> list[str]:
 
 def tune_args(model: Path, out: Path, python: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "tuner.cli", "--model", str(model), "--gpu", "cpu", "--slo", "ttft_p95=2s",
-            "--workload", "chat", "--trials", "2", "--output-tokens", "16", "--level-seconds", "3", "--soak-seconds", "0",
-            "--out", str(out), "--vllm-python", python, *extra]  # fmt: skip
+            "--workload", "chat", "--trials", "2", "--output-tokens", "16", "--level-seconds", "3",
+            "--soak-seconds", "0", "--out", str(out), "--vllm-python", python, *extra]  # fmt: skip
 
 
 def study_exists(out: Path) -> bool:
