@@ -87,11 +87,15 @@ def test_kill_9_at_random_moments_loses_no_trial_and_leaves_no_server(tiny_model
     assert study_exists(out), (SEED, moments, (tmp_path / "kill0.log").read_text()[-2000:])
 
     # a resume that would change what the study measures is refused, naming the difference; nothing starts
-    changed = subprocess.run(
-        tune_args(model, out, vllm_python, "--resume", "--slo", "ttft_p95=1s"), capture_output=True, text=True, env=env
-    )
-    assert changed.returncode == 2 and "--slo: 'ttft_p95=2s' then, 'ttft_p95=1s' now" in changed.stderr
-    assert "Traceback" not in changed.stderr and len(changed.stderr.strip().splitlines()) == 1
+    for flags, needle in (
+        (("--slo", "ttft_p95=1s"), "--slo: 'ttft_p95=2s' then, 'ttft_p95=1s' now"),
+        (("--workload", "code"), "--workload: 'chat (requests up to"),  # was an Optuna traceback
+    ):
+        changed = subprocess.run(
+            tune_args(model, out, vllm_python, "--resume", *flags), capture_output=True, text=True, env=env
+        )
+        assert changed.returncode == 2 and needle in changed.stderr, changed.stderr[-2000:]
+        assert "Traceback" not in changed.stderr and len(changed.stderr.strip().splitlines()) == 1
 
     final = subprocess.run(tune_args(model, out, vllm_python, "--resume"), capture_output=True, text=True, env=env)
     assert final.returncode == 0, (SEED, moments, final.stderr[-3000:])
