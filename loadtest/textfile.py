@@ -57,16 +57,14 @@ class _StrictLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
+        mark: Any = event.start_mark
         if isinstance(event, yaml.AliasEvent):
             raise yaml.composer.ComposerError(
-                None,
-                None,
-                f"alias *{event.anchor} is not allowed in slotune files; write the value out",
-                event.start_mark,
+                None, None, f"alias *{event.anchor} is not allowed in slotune files; write the value out", mark
             )
         if self.depth >= MAX_DEPTH:  # refused long before Python's recursion limit, which takes seconds to reach
             raise yaml.composer.ComposerError(
-                None, None, f"nested deeper than {MAX_DEPTH} levels; no slotune file needs that", event.start_mark
+                None, None, f"nested deeper than {MAX_DEPTH} levels; no slotune file needs that", mark
             )
         self.depth += 1
         try:
