@@ -43,8 +43,8 @@ def tune_cli(*args, env=None, timeout=1500, cwd=None):
 
 def study_args(model, out, vllm_python, *extra):
     return ("--model", str(model), "--gpu", "cpu", "--slo", SLO, "--workload", "chat", "--trials", "2",
-            "--output-tokens", "16", "--soak-seconds", SOAK_S, "--out", str(out), "--vllm-python", vllm_python,
-            *extra)  # fmt: skip
+            "--output-tokens", "16", "--soak-seconds", SOAK_S, "--certify", "best", "--out", str(out),
+            "--vllm-python", vllm_python, *extra)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -73,17 +73,23 @@ def test_slice_writes_the_contracted_files_and_one_headline(study):
     best = json.loads((out / "best.json").read_text())
     head = best["headline"]
     # the winner was held at its stated rate on a fresh server: certified, at most the search's estimate
+    # (--certify best: the defaults' soak, for a like-for-like gain, is left to the unit tests to save CI time)
     rate = best["certified_rate_req_s"]
     assert rate is not None and rate == head["certified_rate_req_s"] == head["rate_req_s"]
     assert 0 < rate <= best["best"]["best_rate_req_s"] + 1e-9
     cert = next(c for c in best["certifications"] if c["trial"] == best["best"]["trial"])
     held = [s for s in cert["soaks"] if s["holds"]]
-    assert held and held[0]["rate_req_s"] == rate and held[0]["seconds"] >= float(SOAK_S) * 0.8
-    assert held[0]["slo_values"]["ttft_p95"] <= 2000 and held[0]["intervals"]["ttft_p95"]["high"] > 0
+    assert held and max(s["rate_req_s"] for s in held) == rate  # the highest rate a soak held
+    top = next(s for s in held if s["rate_req_s"] == rate)
+    assert top["seconds"] >= float(SOAK_S) * 0.8 and top["metrics"]["steady"]["holds"]
+    assert top["slo_values"]["ttft_p95"] <= 2000 and top["intervals"]["ttft_p95"]["high"] > 0
+    # a missed soak above it, if any, is within a step (0.9) of it: the rate is not far below what holds
+    missed = [s["rate_req_s"] for s in cert["soaks"] if not s["holds"] and s["rate_req_s"] > rate]
+    assert not missed or rate >= 0.9 * min(missed) - 1e-9
     # every level drew fresh prompts: the best level's prompts were not served from the prefix cache (levels
     # that repeated the trial's earlier prompts read 47-70 % hits on the CPU, 96 % on the H200)
     assert best["best"]["metrics"]["server"]["prefix_cache_hit_rate"] < 0.2
-    assert held[0]["metrics"]["server"]["prefix_cache_hit_rate"] < 0.2
+    assert top["metrics"]["server"]["prefix_cache_hit_rate"] < 0.2
     # trials.csv states the same certified rate for that trial
     row = frame[frame["number"] == best["best"]["trial"]].iloc[0]
     assert row["certified_rate_req_s"] == pytest.approx(rate, abs=1e-4)
@@ -163,10 +169,20 @@ def test_launch_sh_holds_the_certified_rate_under_vllms_own_benchmark(study, tmp
         print("vllm bench serve at 1.3 x certified:", json.dumps(over))
         assert not over["held"], over
     finally:
-        os.killpg(p.pid, signal.SIGTERM)
-        p.wait(timeout=60)
+        stop(p)
     time.sleep(2)
     assert not vllm_processes(model)
+
+
+def stop(p):
+    """SIGTERM to launch.sh's process group; SIGKILL when it has not ended after a minute."""
+    os.killpg(p.pid, signal.SIGTERM)
+    try:
+        p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+        raise
 
 
 def test_retune_unchanged_reverifies(study, vllm_python, tmp_path):

@@ -6,7 +6,8 @@ for ``soak_s`` (default 2 min on the CPU, 3 on a GPU) with every SLO met over th
 last half, and no growing queue (loadtest.steady). Where a soak misses, the rate steps down by ``STEP``
 and the same server soaks again, down to the lowest rate the search saw hold — or, when the server completed
 fewer requests per second than that, to STEP below what it completed (a search estimate twice too high then
-costs one soak, not seven).
+costs one soak, not seven). Once a soak held, the rate between it and the lowest missed one is bisected
+while they are more than a step apart, so the certified rate is not far below what holds either.
 """
 
 from __future__ import annotations
@@ -179,16 +180,26 @@ def certify(
                 progress(f"certifying trial {trial}: soak at {rate:.3f} req/s for {soak_s:.0f} s")
                 soaks.append(run_soak(server.url, rate))
                 progress(soaks[-1].line())
-                rate = None if soaks[-1].holds else next_rate(soaks, floor)
+                rate = next_rate(soaks, floor)
     except LaunchFailure as exc:
         return Certification(trial, estimate, soak_s, tuple(soaks), fail_reason=f"{exc.reason}: {exc.detail}")
     return Certification(trial, estimate, soak_s, tuple(soaks))
 
 
 def next_rate(soaks: list[Soak], floor: float) -> float | None:
-    """After a missed soak: STEP below its rate, or below what the server sustained when that is lower;
-    None at MAX_SOAKS or under the floor."""
-    last = soaks[-1]
-    sustained = last.throughput_req_s if last.throughput_req_s > 0 else last.rate
-    rate = STEP * min(last.rate, sustained)
-    return rate if len(soaks) < MAX_SOAKS and rate >= floor else None
+    """The next soak's rate, or None when certification is done (MAX_SOAKS, the floor, or a held rate within
+    a step of the lowest missed one). Before any soak held: STEP below the last rate, or below what the
+    server sustained when that is lower. After: the midpoint of the highest held and lowest missed rates."""
+    if len(soaks) >= MAX_SOAKS:
+        return None
+    held = [s.rate for s in soaks if s.holds]
+    if not held:
+        last = soaks[-1]
+        sustained = last.throughput_req_s if last.throughput_req_s > 0 else last.rate
+        rate = STEP * min(last.rate, sustained)
+        return rate if rate >= floor else None
+    lo = max(held)
+    hi = min((s.rate for s in soaks if not s.holds and s.rate > lo), default=None)
+    if hi is None or lo >= STEP * hi:
+        return None
+    return (lo + hi) / 2

@@ -24,6 +24,8 @@ SUBCOMMANDS = {
     "init": "write a commented slotune.yaml project file",
     "demo": "tune a tiny random-weight model on real vLLM (no GPU needed)",
     "make-model": "write a synthetic model (real architecture shape, random weights)",
+    "export": "write the winner of a study as Compose, Kubernetes, KServe or Helm (production-stack) YAML",
+    "cost": "$ per million output tokens of a study's winner and of vLLM's defaults",
 }
 
 

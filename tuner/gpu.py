@@ -3,7 +3,8 @@
 Built-in profiles live in ``profiles/gpus/<name>.yaml``; every number there carries its source in a
 comment. ``GPUProfile.load`` takes a built-in name, a path to a YAML file, or ``"auto"`` (the local
 GPU, read through torch or nvidia-smi). A missing number is a ``ProfileError`` naming the file and
-the field — never a silent default.
+the field — never a silent default. ``hourly_price_usd`` (per GPU, on-demand) is the one optional
+field: prices differ by provider, so a profile without one states no cost unless ``--gpu-price`` gives it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class GPUProfile:
     compute_capability: str  # "9.0"; "cpu" for the CPU profile
     fp8_kv: bool  # vLLM accepts --kv-cache-dtype fp8 on this device
     is_cpu: bool = False
+    hourly_price_usd: float | None = field(default=None, compare=False)  # per GPU; None: not stated
     sources: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     path: str | None = field(default=None, compare=False)
 
@@ -110,6 +112,7 @@ class GPUProfile:
                 compute_capability=str(data["compute_capability"]),
                 fp8_kv=bool(data["fp8_kv"]),
                 is_cpu=is_cpu,
+                hourly_price_usd=_price(data.get("hourly_price_usd"), origin),
                 sources=tuple(sorted((str(k), str(v)) for k, v in (data.get("sources") or {}).items())),
                 path=origin,
             )
@@ -125,6 +128,18 @@ def _positive_number(value: Any) -> bool:
         return 0 < float(value) < 1e30
     except ValueError:
         return False
+
+
+def _price(value: Any, origin: str) -> float | None:
+    """The optional hourly price: a number >= 0 (US dollars per GPU-hour) or absent/null."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ProfileError(
+            f"{origin}: hourly_price_usd must be a number of US dollars per GPU-hour >= 0 (got {value!r}); "
+            "give it with its source in a comment, or leave it out"
+        )
+    return float(value)
 
 
 def builtin_gpus() -> list[str]:

@@ -40,6 +40,8 @@ class Headline:
     basis: str | None  # CERTIFIED | CONFIRMED | SEARCH; None without a gain
     single_measurement: bool = False  # the gain rests on one search measurement of the best or the defaults
     certification_failed: bool = False  # a soak was asked for and none held
+    overruled_trial: int | None = None  # the search's best, certified below vLLM's defaults
+    overruled_req_s: float | None = None
 
     @property
     def rate_req_s(self) -> float | None:
@@ -58,6 +60,12 @@ class Headline:
         return f"{self.estimate_req_s:.3f} req/s, the search's estimate ({why})"
 
     def gain_text(self) -> str:
+        if self.overruled_trial is not None:
+            held = "no rate" if self.overruled_req_s is None else f"only {self.overruled_req_s:.3f} req/s"
+            return (
+                f"vLLM's defaults are kept: the search's best, trial {self.overruled_trial}, certified {held} "
+                "(its short search levels overstated it)"
+            )
         if self.best_is_baseline:
             return "vLLM's defaults were the best configuration tried"
         if self.gain is None or self.basis is None:
@@ -87,6 +95,8 @@ class Headline:
             "gain_basis": self.basis,
             "single_measurement": self.single_measurement,
             "certification_failed": self.certification_failed,
+            "overruled_trial": self.overruled_trial,
+            "overruled_certified_rate_req_s": self.overruled_req_s,
             "line": self.line(),
         }
 
@@ -112,6 +122,11 @@ def headline(
         basis=None,
         certification_failed=cert is not None and cert.certified_rate is None,
     )
+    if summary.overruled is not None:
+        lost = certifications.get(summary.overruled.number)
+        return replace(
+            stated, overruled_trial=summary.overruled.number, overruled_req_s=lost.certified_rate if lost else None
+        )
     if best.is_baseline:
         return stated
     if cert and base_cert and cert.certified_rate and base_cert.certified_rate:

@@ -87,7 +87,9 @@ def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
     return plan
 
 
-def load_inputs(settings: TuneSettings) -> Inputs:
+def load_inputs(settings: TuneSettings, vllm: VllmInfo | None = None) -> Inputs:
+    """Check and load everything a run needs. ``vllm``: the launched vLLM's flags when known without probing
+    its interpreter (re-writing the outputs of a study measured on another machine); default: probed."""
     model_dir = check_model_dir(settings.model)
     for extra, flag in ((settings.quantized_model, "--quantized-model"), (settings.draft_model, "--draft-model")):
         if extra:
@@ -140,7 +142,7 @@ def load_inputs(settings: TuneSettings) -> Inputs:
             "backend exists in launch.docker_backend, but tune would need the image's flags without "
             "an engine to ask); use --vllm-python with an interpreter that has vLLM"
         )
-    info = probe_vllm(settings.vllm_python)
+    info = vllm or probe_vllm(settings.vllm_python)
     formats = info.choices_of("--load-format")
     if settings.load_format and formats and settings.load_format not in formats:
         raise UsageError(

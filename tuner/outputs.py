@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ import pandas as pd
 from launch.config import ServeConfig
 from tuner.certify import Certification
 from tuner.company import company
+from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.headline import Headline, headline
 from tuner.trial_result import COMPLETE, TrialResult
 
@@ -43,6 +44,7 @@ class Summary:
     baseline_note: str
     best_goodputs: tuple[float, ...] = ()  # every measurement of the best's configuration, in trial order
     baseline_goodputs: tuple[float, ...] = ()
+    overruled: TrialResult | None = None  # the search's best, when vLLM's defaults certified a higher rate
 
     @property
     def best_goodput(self) -> float | None:
@@ -120,6 +122,24 @@ def summarize(results: list[TrialResult]) -> Summary:
     return Summary(best, baseline, closest, top, gain, note, best_goodputs, baseline_goodputs)
 
 
+def certified_summary(summary: Summary, certifications: Mapping[int, Certification]) -> Summary:
+    """The summary with the certifications' verdict: when vLLM's defaults certified a higher rate than the
+    search's best (or the best certified none), the defaults are the best and launch.sh runs them; the
+    search's winner is kept as ``overruled``."""
+    best, base = summary.best, summary.baseline
+    if best is None or base is None or best.number == base.number:
+        return summary
+    mine, theirs = certifications.get(best.number), certifications.get(base.number)
+    if mine is None or theirs is None or theirs.certified_rate is None:
+        return summary
+    if mine.certified_rate is not None and mine.certified_rate >= theirs.certified_rate:
+        return summary
+    top = (base, *(t for t in summary.top if t.number != base.number))
+    return replace(
+        summary, best=base, best_goodputs=summary.baseline_goodputs, gain_over_baseline=None, top=top, overruled=best
+    )
+
+
 def trials_frame(
     results: list[TrialResult],
     timelines: Mapping[int, Mapping[str, Any]] | None = None,
@@ -177,7 +197,7 @@ def best_document(
             "kv_tokens_predicted": (r.budget or {}).get("kv_tokens"),
             "kv_tokens_reported": (r.readback or {}).get("kv_cache_size_tokens"),
             "fail_reason": r.fail_reason,
-            "certified_rate_req_s": _certified(certs.get(r.number)),
+            "certified_rate_req_s": certs[r.number].certified_rate if r.number in certs else None,
         }
 
     return {
@@ -194,6 +214,7 @@ def best_document(
         "gain_over_baseline": headline.gain,
         "gain_basis": headline.basis,
         "baseline_note": summary.baseline_note,
+        "overruled": brief(summary.overruled),
         "closest": [brief(r) for r in summary.closest],
         "top": [brief(r) for r in summary.top],
         "certifications": [c.to_dict() for _, c in sorted(certs.items())],
@@ -215,18 +236,28 @@ def write_outputs(
     module). Every file states the one headline (tuner.headline) of the results, certifications and
     the current --confirm runs."""
     out.mkdir(parents=True, exist_ok=True)
-    summary = summarize(results)
+    summary = certified_summary(summarize(results), certifications or {})
     head = headline(summary, certifications or {}, confirmation)
     frame = trials_frame(results, timelines, certifications)
     tmp = out / "trials.csv.tmp"
     frame.to_csv(tmp, index=False)
     os.replace(tmp, out / "trials.csv")
     document = best_document(summary, meta, head, certifications)
+    price = gpu_price(document)
+    document["cost"] = cost_document(document, *price)  # $ per million output tokens at the stated rates
     atomic_write(out / "best.json", json.dumps(document, indent=2, default=str))
     script = out / "launch.sh"
     if summary.best is not None:
         write_script(script, summary.best, head)
     elif script.exists():  # never leave a launch.sh that claims an SLO no config met
         script.unlink()
-    write_report(out / "report.html", results, summary, meta, headline=head, certifications=certifications or {})
+    write_report(
+        out / "report.html",
+        results,
+        summary,
+        meta,
+        headline=head,
+        certifications=certifications or {},
+        cost=cost_lines(document, *price),
+    )
     return summary

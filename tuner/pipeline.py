@@ -30,7 +30,7 @@ from tuner.confirm import (
 from tuner.headline import CONFIRMED, Headline, headline
 from tuner.inputs import Inputs, measure_plan
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
-from tuner.outputs import Summary, summarize, write_outputs
+from tuner.outputs import Summary, certified_summary, summarize, write_outputs
 from tuner.report_html import write_report
 from tuner.settings import TuneSettings
 from tuner.soak import certify_config
@@ -188,7 +188,10 @@ def tune(
     warm_start: list[dict[str, Any]] | None = None,
     progress: Progress | None = None,
     versions: dict[str, Any] | None = None,
+    fingerprint: str | None = None,
 ) -> TuneOutcome:
+    """Run (or resume) the study and write its outputs. ``versions`` and ``fingerprint`` are the serving stack
+    and model hash when known without asking them (outputs re-written on another machine); default: read."""
     from launch.fingerprint import model_fingerprint
     from launch.script import write_launch_script
     from tuner.versions import collect_versions
@@ -199,7 +202,7 @@ def tune(
     progress = progress or Progress(s.trials)
     progress.say(f"resolved settings: {s.public_dict()}")
     versions = versions or collect_versions(s.vllm_python)
-    fingerprint = model_fingerprint(inp.model_dir)
+    fingerprint = fingerprint or model_fingerprint(inp.model_dir)
     meta = metadata(inp, versions, fingerprint)
     base = base_config(inp)
     sctx = space_context(inp, base, quantized or s.quantized_model)
@@ -236,13 +239,15 @@ def tune(
                 fingerprint=fingerprint,
                 model_dir=best.config.model,
                 note=launch_note(best, head, s.slo, inp.workload.name),
+                nice=tctx.server_nice,
             )
 
         def report(path: Path, results: list[TrialResult], summary: Summary, m: dict[str, Any], **kw: Any) -> None:
             write_report(path, results, summary, m, importances(st), **kw)
 
         results = results_of(st)
-        summary, certs = summarize(results), stored_certifications(st)
+        certs = stored_certifications(st)
+        summary = certified_summary(summarize(results), certs)
         confirmation = current_confirmation(stored_runs(st), summary)
         state_gain = headline(summary, certs, confirmation).basis == CONFIRMED
         m, _ = with_confirmations(meta, stored_runs(st), summary, state_gain=state_gain)
@@ -280,8 +285,10 @@ def tune(
 
         certify_study(study, summary, tctx.plan.soak_s, certify_one, s.certify)
         summary = write_all(study)
+    certs = stored_certifications(study)
+    summary = certified_summary(summary, certs)
     confirmation = current_confirmation(stored_runs(study), summary)
-    head = headline(summary, stored_certifications(study), confirmation)
+    head = headline(summary, certs, confirmation)
     return TuneOutcome(out, summary, ran, confirmation, head)
 
 

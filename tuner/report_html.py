@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -41,9 +41,8 @@ def _headline(summary: Summary, meta: dict[str, Any], head: Headline) -> str:
     who = "vLLM's defaults were the best configuration found" if b.is_baseline else f"Trial {b.number} wins"
     css = "ok" if head.certified_req_s is not None or head.soak_s is None else "bad"
     return (
-        f'<p class="{css}"><b>{who}</b>: keeps {slo} up to <b>{escape(head.rate_text())}</b>; '
-        f"{escape(head.gain_text())}. In the search: goodput {escape(summary.best_goodput_text())}. "
-        f"{escape(summary.baseline_note)}.</p>"
+        f'<p class="{css}"><b>{who}</b> ({slo}). <b>{escape(head.line())}</b>. In the search: goodput '
+        f"{escape(summary.best_goodput_text())}. {escape(summary.baseline_note)}.</p>"
     )
 
 
@@ -142,6 +141,7 @@ def render(
     *,
     headline: Headline,
     certifications: Mapping[int, Certification] | None = None,
+    cost: Sequence[str] = (),
 ) -> str:
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in meta.get("notes", []))
     settings = "".join(
@@ -161,6 +161,7 @@ def render(
         f"<!doctype html><html><head><meta charset='utf-8'><title>slotune report</title>"
         f"<style>{CSS}</style></head><body><h1>slotune report</h1>{_headline(summary, meta, headline)}{notes}"
         f"<h2>Certification</h2>{_certifications(certifications or {})}"
+        f"<h2>Cost</h2><pre>{escape(chr(10).join(cost)) or 'not stated'}</pre>"
         f"<h2>Winning configuration</h2><table>{best_cfg or '<tr><td>none</td></tr>'}</table>"
         f"<h2>Charts</h2>{_charts(results, summary, importances or {})}"
         f"<h2>All trials</h2>{_trials_table(results)}"
@@ -178,5 +179,9 @@ def write_report(
     *,
     headline: Headline,
     certifications: Mapping[int, Certification] | None = None,
+    cost: Sequence[str] = (),
 ) -> None:
-    atomic_write(path, render(results, summary, meta, importances, headline=headline, certifications=certifications))
+    atomic_write(
+        path,
+        render(results, summary, meta, importances, headline=headline, certifications=certifications, cost=cost),
+    )

@@ -48,6 +48,11 @@ FIELDS: dict[str, Field] = {
     "emulate_on": Field(
         str, "GPU profile of the device really used when --gpu names a smaller one (memory is emulated, speed is not)"
     ),
+    "gpu_price": Field(
+        float,
+        "US$ per GPU-hour for the cost per token (default: the GPU profile's hourly_price_usd, if any)",
+        rule=rules.Rule("a number of US dollars per GPU-hour ≥ 0", "2.5", low=0, high=1e6),
+    ),
     "slo": Field(
         str, "SLOs, e.g. ttft_p95=2s,tpot_p99=80ms (metrics ttft/tpot/itl/e2e, p50..p99.9, s|ms)", rule=rules.SLO_TEXT
     ),
@@ -163,6 +168,7 @@ class TuneSettings:
     quantize: str = "none"
     quantize_python: str | None = None
     emulate_on: str | None = None
+    gpu_price: float | None = None
     workload: str = "chat"
     trials: int = 20
     out: str | None = None

@@ -37,7 +37,8 @@ def fake_python(tmp_path: Path) -> Path:
     path.write_text(f"""#!/bin/sh
 if [ "$1" = "-m" ]; then exec {sys.executable} -c 'import json, os, sys
 print("ARGV " + json.dumps(sys.argv[1:]))
-print("ENV " + json.dumps({{k: os.environ.get(k) for k in ("PYTORCH_CUDA_ALLOC_CONF", "X_TUNED")}}))' "$@"; fi
+print("ENV " + json.dumps({{k: os.environ.get(k) for k in ("PYTORCH_CUDA_ALLOC_CONF", "X_TUNED")}}))
+print("NICENESS " + str(os.nice(0)))' "$@"; fi
 exec {sys.executable} "$@"
 """)
     path.chmod(0o755)
@@ -125,6 +126,29 @@ def test_defaults_version_check_and_fingerprint(fake_python: Path, tmp_path: Pat
 
     r = _run(ok, tmp_path, VLLM_PYTHON=str(tmp_path / "no-python-here"))
     assert r.returncode == 2 and "cannot report a vLLM version" in r.stderr
+
+
+def test_the_server_runs_at_the_niceness_it_was_measured_at(
+    fake_python: Path, tmp_path: Path, vllm_python: str
+) -> None:
+    """On the cpu profile trials run vLLM at niceness +10 beside the load generator; launch.sh does the same
+    by default (a busy-polling vLLM at equal priority starved vllm bench serve's client), NICE=0 turns it off."""
+    from launch.vllm_info import probe_vllm
+
+    model = _model(tmp_path, "m")
+    fp = model_fingerprint(model)
+    script = write_launch_script(
+        tmp_path / "l.sh", ServeConfig(model=str(model)), probe_vllm(vllm_python), fingerprint=fp,
+        model_dir=str(model), nice=10,
+    )  # fmt: skip
+    base = os.nice(0)
+
+    def niceness(**env: str) -> int:
+        r = _run(script, tmp_path, VLLM_PYTHON=str(fake_python), **env)
+        assert r.returncode == 0, r.stderr
+        return int(next(ln for ln in r.stdout.splitlines() if ln.startswith("NICENESS "))[9:])
+
+    assert niceness() == max(base, 10) and niceness(NICE="0") == base
 
 
 def test_uses_the_tuned_interpreter_by_default(make_info, tmp_path: Path) -> None:
