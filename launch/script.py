@@ -59,10 +59,13 @@ def alive(pid):  # a zombie (exited, not yet reaped by whoever started launch.sh
             return True
         except ProcessLookupError:
             return False
+def ours_alive():  # the server answering must be the one this script started
+    if not alive(pid):
+        print("launch.sh: vLLM exited before it was ready; its log is above", file=sys.stderr)
+        sys.exit(1)
 t0 = time.time()
 while True:
-    if not alive(pid):
-        sys.exit(1)
+    ours_alive()
     try:
         with urllib.request.urlopen(base + "/health", timeout=2) as r:
             if r.status == 200:
@@ -84,7 +87,23 @@ for i in range(n):
         urllib.request.urlopen(req, timeout=600).read()
     except Exception as e:
         print("launch.sh: warmup request %d failed: %r" % (i + 1, e), file=sys.stderr)
+ours_alive()
 print("ready: http://%s:%s serves %r (%.0f s)" % (shown, port, name, time.time() - t0), flush=True)"""
+
+# exit 5 when another process listens on HOST:PORT (binding with SO_REUSEADDR, as vLLM's server does)
+_PORT_FREE_PY = """import errno, socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+try:
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+except socket.gaierror:
+    sys.exit(0)  # vLLM names an unknown host itself
+family, kind, proto, _, addr = infos[0]
+with socket.socket(family, kind, proto) as s:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(addr)
+    except OSError as e:
+        sys.exit(5 if e.errno == errno.EADDRINUSE else 0)"""
 
 
 def _shell_argv(argv: list[str]) -> str:
@@ -182,6 +201,22 @@ SLOTUNE_PY
   fi
 else
   echo "launch.sh: VERIFY_MODEL=0: not checking that $MODEL_DIR is the tuned model" >&2
+fi
+
+case "$PORT" in
+  ''|*[!0-9]*) echo "launch.sh: PORT=$PORT is not a port number; set PORT to one from 1 to 65535" >&2; exit 2 ;;
+esac
+if [ "$PORT" -lt 1 ] || [ "$PORT" -gt 65535 ]; then
+  echo "launch.sh: PORT=$PORT is out of range; set PORT to one from 1 to 65535" >&2
+  exit 2
+fi
+port_check=0
+"$VLLM_PYTHON" - "$HOST" "$PORT" <<'SLOTUNE_PY' || port_check=$?
+{_PORT_FREE_PY}
+SLOTUNE_PY
+if [ "$port_check" = 5 ]; then
+  echo "launch.sh: another process already listens on $HOST:$PORT; stop it, or set PORT to a free port" >&2
+  exit 5
 fi
 
 {exports}

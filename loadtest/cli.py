@@ -1,4 +1,5 @@
-"""``loadtest``: measure an OpenAI-compatible server. Bad input → one line on stderr, exit 2."""
+"""``loadtest``: measure an OpenAI-compatible server. Exit 0 measured; 2 bad input (one line on stderr,
+checked before any request, outputs included); 1 the server is unreachable or a bug (loadtest.crash)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,21 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import NoReturn
 
+from loadtest.crash import guarded, one_line
 from loadtest.errors import LoadtestError, LoadtestInputError, ServerUnreachable
 from loadtest.slo import SLOError, parse_slos
+from loadtest.writable import check_output_file
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not argparse's usage block
+        self.exit(2, f"{self.prog}: error: {one_line(message)}; see '{self.prog} --help'\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="loadtest", description="Streaming load test of an OpenAI-compatible server.")
+    p = _Parser(prog="loadtest", description="Streaming load test of an OpenAI-compatible server.")
     p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
     p.add_argument("--model", required=True, help="model name as served (also the tokenizer if it is a directory)")
     p.add_argument("--workload", default="chat", help="built-in name, workload YAML, replay .jsonl or ShareGPT .json")
@@ -38,21 +47,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    return guarded("loadtest", args_list, lambda: _main(build_parser().parse_args(args_list)))
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         spec = _spec(args)
+        for path, flag in ((args.json, "--json"), (args.per_request, "--per-request")):
+            if path is not None:
+                check_output_file(path, flag)  # before the run: its results must not be lost at the end
         from loadtest.runner import run_load
 
         report = run_load(spec)
     except ServerUnreachable as e:
-        print(f"loadtest: {e}", file=sys.stderr)
+        print(f"loadtest: {one_line(str(e))}", file=sys.stderr)
         return 1
     except (LoadtestInputError, SLOError) as e:
-        print(f"loadtest: {e}", file=sys.stderr)
+        print(f"loadtest: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     except LoadtestError as e:
-        print(f"loadtest: {e}", file=sys.stderr)
+        print(f"loadtest: {one_line(str(e))}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("loadtest: interrupted", file=sys.stderr)
+        return 130
     from loadtest.report import format_table
 
     print(format_table(report))

@@ -15,6 +15,7 @@ from typing import Any
 from loadtest.errors import WorkloadError
 
 KINDS = ("fixed", "uniform", "normal", "lognormal", "empirical")
+MAX_TOKENS = 1 << 24  # longer than any model's context: a length beyond it is a typo, not a workload
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,10 @@ def _num(where: str, d: dict[str, Any], key: str, *, integer: bool = False, posi
     v = d[key]
     if isinstance(v, bool) or not isinstance(v, int | float) or (integer and not isinstance(v, int)):
         raise WorkloadError(f"{where}.{key}: expected {'an integer' if integer else 'a number'}, got {v!r}")
-    if positive and v <= 0:
+    if positive and not v > 0:
         raise WorkloadError(f"{where}.{key}: must be > 0, got {v!r}")
+    if not math.isfinite(v) or abs(v) > MAX_TOKENS:
+        raise WorkloadError(f"{where}.{key}: must be a finite number up to {MAX_TOKENS}, got {v!r}")
     return v
 
 
@@ -70,8 +73,8 @@ def parse_length(where: str, raw: Any, base_dir: Path | None = None) -> LengthDi
     ``where`` names the file and field for errors, e.g. ``"code.yaml: input_tokens"``.
     """
     if isinstance(raw, int) and not isinstance(raw, bool):
-        if raw < 1:
-            raise WorkloadError(f"{where}: must be ≥ 1, got {raw}")
+        if not 1 <= raw <= MAX_TOKENS:
+            raise WorkloadError(f"{where}: must be ≥ 1 and ≤ {MAX_TOKENS} tokens, got {raw}")
         return LengthDist("fixed", raw, raw)
     if not isinstance(raw, dict):
         raise WorkloadError(f"{where}: expected an integer or a mapping with 'dist', got {raw!r}")
@@ -127,7 +130,9 @@ def _empirical(where: str, raw: dict[str, Any], base_dir: Path | None) -> tuple[
         vals = []
         import json
 
-        for n, line in enumerate(p.read_text().splitlines(), 1):
+        from loadtest.textfile import read_text
+
+        for n, line in enumerate(read_text(p, WorkloadError, 1 << 30).splitlines(), 1):
             if not line.strip():
                 continue
             try:
@@ -136,6 +141,10 @@ def _empirical(where: str, raw: dict[str, Any], base_dir: Path | None) -> tuple[
                 raise WorkloadError(f"{where}.path: {p}:{n}: cannot read a length ({e})") from None
     else:
         raise WorkloadError(f"{where}: dist 'empirical' needs 'values' (a list) or 'path' (a file)")
-    if not isinstance(vals, list) or not vals or not all(isinstance(v, int) and v > 0 for v in vals):
-        raise WorkloadError(f"{where}.values: expected a non-empty list of positive integers")
+    if not isinstance(vals, list) or not vals or not all(_length(v) for v in vals):
+        raise WorkloadError(f"{where}.values: expected a non-empty list of whole numbers from 1 to {MAX_TOKENS}")
     return tuple(vals)
+
+
+def _length(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TOKENS

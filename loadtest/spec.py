@@ -12,10 +12,16 @@ from urllib.parse import urlsplit
 
 from loadtest import arrivals
 from loadtest.errors import LoadtestInputError, ServerUnreachable
+from loadtest.redact import mask
 from loadtest.slo import SLO
 from loadtest.workload import Workload
 
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+MAX_RATE = 1e6  # requests/s
+MAX_CONCURRENCY = 1 << 16  # streams open at once
+MAX_REQUESTS = 10_000_000  # requests in one run (an open-loop schedule is computed up front)
+MAX_SECONDS = 7 * 86_400
+MAX_TOKENS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -54,41 +60,57 @@ class LoadSpec:
             raise LoadtestInputError(problems[0])
 
 
+def _within(value: float | None, low: float, high: float) -> bool:
+    """None, or a finite number in (low, high] — low itself excluded unless it is 0 for counts."""
+    return value is None or (math.isfinite(value) and low < value <= high)
+
+
 def validate(s: LoadSpec) -> list[str]:
-    """Every reason the spec cannot run, each naming the option and the fix."""
+    """Every reason the spec cannot run, each naming the option, what is valid and the fix. Upper limits
+    keep a typo from pre-computing a schedule or opening streams beyond memory."""
     p: list[str] = []
     if (s.rate is None) == (s.concurrency is None):
         p.append("give exactly one of --rate (open loop) and --concurrency (closed loop)")
-    if s.rate is not None and not (s.rate > 0 and math.isfinite(s.rate)):
-        p.append(f"--rate must be a positive number of requests/s, got {s.rate:g}")
-    if s.concurrency is not None and s.concurrency < 1:
-        p.append(f"--concurrency must be ≥ 1, got {s.concurrency}")
+    if not _within(s.rate, 0, MAX_RATE):
+        p.append(f"--rate must be a positive number of requests/s (at most {MAX_RATE:g}), got {s.rate:g}")
+    if not _within(s.concurrency, 0, MAX_CONCURRENCY):
+        p.append(f"--concurrency must be ≥ 1 (at most {MAX_CONCURRENCY}), got {s.concurrency}")
     if (s.requests is None) == (s.duration_s is None):
         p.append("give exactly one of --requests and --duration")
-    if s.requests is not None and s.requests < 1:
-        p.append(f"--requests must be ≥ 1, got {s.requests}")
-    if s.duration_s is not None and not s.duration_s > 0:
-        p.append(f"--duration must be > 0 seconds, got {s.duration_s:g}")
-    if s.output_tokens is not None and s.output_tokens < 1:
-        p.append(f"--output-tokens must be ≥ 1, got {s.output_tokens}")
-    if s.warmup < 0:
-        p.append(f"--warmup must be ≥ 0, got {s.warmup}")
+    if not _within(s.requests, 0, MAX_REQUESTS):
+        p.append(f"--requests must be ≥ 1 (at most {MAX_REQUESTS}), got {s.requests}")
+    if not _within(s.duration_s, 0, MAX_SECONDS):
+        p.append(f"--duration must be > 0 seconds (at most {MAX_SECONDS}), got {s.duration_s:g}")
+    if s.rate is not None and s.duration_s is not None and s.rate * s.duration_s > MAX_REQUESTS:
+        p.append(f"--rate × --duration asks for over {MAX_REQUESTS} requests; lower one of them")
+    if not _within(s.output_tokens, 0, MAX_TOKENS):
+        p.append(f"--output-tokens must be ≥ 1 (at most {MAX_TOKENS}), got {s.output_tokens}")
+    if not _within(s.warmup, -1, MAX_REQUESTS):
+        p.append(f"--warmup must be ≥ 0 (at most {MAX_REQUESTS}), got {s.warmup}")
     if s.steady_e2e_multiple is not None and (
         s.rate is None or s.requests is None or s.max_duration_s is None or not s.steady_e2e_multiple > 0
     ):
         p.append("a steady-state level needs --rate, --requests, a positive multiple and a maximum duration")
     if s.arrival not in arrivals.ARRIVALS:
         p.append(f"--arrival {s.arrival!r} is unknown; use one of {', '.join(arrivals.ARRIVALS)}")
-    if not s.burstiness > 0:
-        p.append(f"--burstiness must be > 0, got {s.burstiness:g}")
+    if not _within(s.burstiness, 0, 1e6):
+        p.append(f"--burstiness must be > 0 (1 = Poisson, < 1 burstier), got {s.burstiness:g}")
     if s.endpoint not in ENDPOINTS:
         p.append(f"--endpoint {s.endpoint!r} is unknown; use one of {', '.join(ENDPOINTS)}")
-    if not s.timeout_s > 0:
-        p.append(f"--timeout must be > 0 seconds, got {s.timeout_s:g}")
-    parts = urlsplit(s.url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        p.append(f"--url {s.url!r} is not an http(s) URL; e.g. http://127.0.0.1:8000")
+    if not _within(s.timeout_s, 0, MAX_SECONDS):
+        p.append(f"--timeout must be > 0 seconds (at most {MAX_SECONDS}), got {s.timeout_s:g}")
+    if not _is_http_url(s.url):
+        p.append(f"--url {mask(s.url)!r} is not an http(s) URL; e.g. http://127.0.0.1:8000")
     return p
+
+
+def _is_http_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:  # 'http://[::1' (an unclosed IPv6 bracket), 'http://h:99999'
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and not any(c.isspace() for c in url)
 
 
 def base_url(url: str) -> str:

@@ -22,7 +22,9 @@ from typing import Any
 
 from loadtest.errors import WorkloadError
 from loadtest.lengths import LengthDist, parse_length
+from loadtest.textfile import read_text, read_yaml
 
+DATASET_MAX_BYTES = 4 << 30  # replay datasets (ShareGPT is ~700 MB); profiles use textfile's own cap
 DEFAULT_REPLAY_OUTPUT = 256  # output tokens of a replayed prompt that says nothing about its answer
 CHARS_PER_TOKEN_BOUND = 3  # replayed text: tokens estimated as chars / 3 (an over-estimate for BPE)
 _FIELDS = {
@@ -121,15 +123,10 @@ def load_workload(name_or_path: str | Path) -> Workload:
 
 
 def _from_yaml(path: Path) -> Workload:
-    import yaml
-
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise WorkloadError(f"{path}: not valid YAML: {e}") from None
+    raw, _ = read_yaml(path, WorkloadError)
     if not isinstance(raw, dict):
         raise WorkloadError(f"{path}: expected a mapping of workload fields, got {type(raw).__name__}")
-    unknown = sorted(set(raw) - _FIELDS)
+    unknown = sorted(str(k) for k in raw if k not in _FIELDS)
     if unknown:
         raise WorkloadError(f"{path}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(sorted(_FIELDS))}")
     frac = raw.get("shared_prefix_fraction", 0.0)
@@ -142,7 +139,7 @@ def _from_yaml(path: Path) -> Workload:
     entries: tuple[ReplayEntry, ...] = ()
     ds = raw.get("dataset")
     if ds is not None:
-        if not isinstance(ds, dict) or "path" not in ds:
+        if not isinstance(ds, dict) or not isinstance(ds.get("path"), str) or not ds["path"].strip():
             raise WorkloadError(f"{path}: dataset: expected {{path: FILE, format: jsonl|sharegpt}}, got {ds!r}")
         dpath = Path(ds["path"]) if Path(ds["path"]).is_absolute() else path.parent / ds["path"]
         fmt = ds.get("format", "sharegpt" if dpath.suffix == ".json" else "jsonl")
@@ -163,7 +160,7 @@ def _from_yaml(path: Path) -> Workload:
 def read_jsonl(path: Path) -> tuple[ReplayEntry, ...]:
     """``{"prompt": ...}`` or ``{"messages": [{"role", "content"}...]}``, optional ``output_tokens``."""
     out: list[ReplayEntry] = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(read_text(path, WorkloadError, DATASET_MAX_BYTES).splitlines(), 1):
         if not line.strip():
             continue
         where = f"{path}:{n}"
@@ -201,7 +198,7 @@ def _messages(where: str, msgs: list[Any]) -> tuple[tuple[str, str], ...]:
 def read_sharegpt(path: Path) -> tuple[ReplayEntry, ...]:
     """ShareGPT JSON: the first human turn is the prompt, the first answer fixes the output length."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_text(path, WorkloadError, DATASET_MAX_BYTES))
     except ValueError as e:
         raise WorkloadError(f"{path}: not JSON ({e})") from None
     if not isinstance(data, list):

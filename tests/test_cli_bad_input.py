@@ -34,7 +34,7 @@ def run_cli(args, capsys):
         (["--gpu", "cpu", "--slo", "foo=1s"], "unknown SLO metric 'foo'"),
         (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--workload", "nosuch"], "nosuch"),
         (["--gpu", "cpu"], "missing --slo"),
-        (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--confirm", "-1"], "confirm must be 0 (off) or a number of rounds"),
+        (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--confirm", "-1"], "--confirm '-1': must be a whole number"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, needle, model, capsys, monkeypatch, tmp_path):

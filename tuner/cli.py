@@ -2,7 +2,9 @@
 ``tuner.commands.<name>`` (``configure(parser)`` + ``run(args) -> exit code``).
 
 ``tune [--model …]`` with no subcommand runs the main job (tuner.commands.tune).
-Bad input raises UsageError (or a loadtest/launch input error): one line on stderr, exit 2.
+Exit codes (docs/errors.md): 0 done; 1 no configuration met the SLO, a regression, a failed quality gate,
+or a bug (one line naming the log with its traceback: loadtest.crash); 2 bad input (one line naming the
+value and the fix, no traceback); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
+
+from loadtest.crash import guarded, one_line
 
 SUBCOMMANDS = {
     "budget": "predict KV-cache memory and feasibility from config.json and a GPU profile",
@@ -24,13 +29,20 @@ SUBCOMMANDS = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's errors as one line (its usage block is what --help is for); exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)}; see '{self.prog} --help'\n")
+
+
 def _module(name: str):  # noqa: ANN202 - module object
     return importlib.import_module(f"tuner.commands.{name.replace('-', '_')}")
 
 
 def build_parser(command: str | None) -> argparse.ArgumentParser:
     if command is None:
-        parser = argparse.ArgumentParser(
+        parser = OneLineParser(
             prog="tune",
             description="Find the vLLM configuration with the most goodput that keeps every SLO. "
             "Subcommands: "
@@ -39,39 +51,53 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         )
         _module("tune").configure(parser)
         return parser
-    parser = argparse.ArgumentParser(prog=f"tune {command}", description=SUBCOMMANDS[command])
+    parser = OneLineParser(prog=f"tune {command}", description=SUBCOMMANDS[command])
     _module(command).configure(parser)
     return parser
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
+    from launch.errors import LaunchInputError
     from loadtest.errors import LoadtestInputError
     from loadtest.slo import SLOError
     from tuner.errors import UsageError
 
-    errors: list[type[BaseException]] = [UsageError, SLOError, LoadtestInputError]
-    try:
-        from launch.errors import LaunchInputError
+    return (UsageError, SLOError, LoadtestInputError, LaunchInputError)
 
-        errors.append(LaunchInputError)
-    except ImportError:  # pragma: no cover - during bootstrap only
-        pass
-    return tuple(errors)
+
+def _failures() -> tuple[type[BaseException], ...]:
+    """Expected failures that are not bad input (a quality gate, a server that would not start): exit 1."""
+    from launch.errors import LaunchError
+    from loadtest.errors import LoadtestError
+    from tuner.errors import SlotuneError
+
+    return (SlotuneError, LaunchError, LoadtestError)
+
+
+def _run(command: str | None, args: argparse.Namespace, prog: str) -> int:
+    try:
+        return int(_module(command or "tune").run(args) or 0)
+    except _input_errors() as exc:
+        print(f"{prog}: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except _failures() as exc:
+        print(f"{prog}: failed: {one_line(str(exc))}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; every server it started has been stopped", file=sys.stderr)
+        return 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
-    parser = build_parser(command)
-    args = parser.parse_args(argv[1:] if command else argv)
-    try:
-        return int(_module(command or "tune").run(args) or 0)
-    except _input_errors() as exc:
-        print(f"tune: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("tune: interrupted; every server it started has been stopped", file=sys.stderr)
-        return 130
+    prog = f"tune {command}" if command else "tune"
+
+    def body() -> int:
+        args = build_parser(command).parse_args(argv[1:] if command else argv)
+        return _run(command, args, prog)
+
+    return guarded(prog, argv, body)
 
 
 if __name__ == "__main__":  # pragma: no cover

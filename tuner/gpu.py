@@ -69,13 +69,10 @@ class GPUProfile:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> GPUProfile:
-        import yaml
+        from loadtest.textfile import read_yaml
 
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            raise ProfileError(f"{path}: not valid YAML ({exc}); fix the file") from exc
+        data, _ = read_yaml(path, ProfileError)
         if not isinstance(data, dict):
             raise ProfileError(f"{path}: expected a mapping of fields ({', '.join(_REQUIRED)})")
         return cls.from_dict(data, origin=str(path))
@@ -99,6 +96,12 @@ class GPUProfile:
             if not is_cpu:
                 raise ProfileError(f"{origin}: memory_bytes 'host' is only valid for the cpu profile")
             memory = _host_memory_bytes()
+        for key in ("memory_bytes", "bandwidth_bytes_s", "bf16_tflops", "fp8_tflops"):
+            value = memory if key == "memory_bytes" else data[key]
+            if value is not None and not _positive_number(value):
+                raise ProfileError(
+                    f"{origin}: field '{key}' is {value!r}; it must be a positive number (with its source in a comment)"
+                )
         try:
             return cls(
                 name=str(data["name"]),
@@ -115,6 +118,16 @@ class GPUProfile:
             )
         except (TypeError, ValueError) as exc:
             raise ProfileError(f"{origin}: a field has the wrong type ({exc}); numbers must be numbers") from exc
+
+
+def _positive_number(value: Any) -> bool:
+    """A number, or its text (YAML 1.1 reads 4.8e12 as text), greater than 0 and finite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return False
+    try:
+        return 0 < float(value) < 1e30
+    except ValueError:
+        return False
 
 
 def _price(value: Any, origin: str) -> float | None:

@@ -121,12 +121,20 @@ def load_inputs(settings: TuneSettings, vllm: VllmInfo | None = None) -> Inputs:
             "while other servers started or waited may read lower than on a fresh server (the "
             "defaults did, by a third, on the H200): --confirm re-measures the best without that."
         )
+    if gpu.is_cpu and settings.devices:
+        raise UsageError(
+            f"--devices {settings.devices}: --gpu {settings.gpu} runs one trial at a time on the CPU (there are "
+            "no GPU indices to pin); leave --devices out, or pass a GPU profile on a GPU machine"
+        )
     workload = load_workload(settings.workload)
     spec = ModelSpec.from_dir(model_dir)
-    if workload.max_input_tokens + workload.max_output_tokens > spec.max_position_embeddings:
+    longest = workload.max_input_tokens + (settings.output_tokens or workload.max_output_tokens)
+    if longest > spec.max_position_embeddings:
         raise UsageError(
-            f"workload {workload.name!r} needs {workload.max_input_tokens + workload.max_output_tokens} "
-            f"tokens per request but the model allows {spec.max_position_embeddings}"
+            f"workload {workload.name!r} needs up to {longest} tokens per request"
+            + (f" with --output-tokens {settings.output_tokens}" if settings.output_tokens else "")
+            + f" but the model allows {spec.max_position_embeddings} (max_position_embeddings); choose a shorter "
+            "workload or --output-tokens"
         )
     if settings.docker_image:
         raise UsageError(
@@ -135,6 +143,12 @@ def load_inputs(settings: TuneSettings, vllm: VllmInfo | None = None) -> Inputs:
             "an engine to ask); use --vllm-python with an interpreter that has vLLM"
         )
     info = vllm or probe_vllm(settings.vllm_python)
+    formats = info.choices_of("--load-format")
+    if settings.load_format and formats and settings.load_format not in formats:
+        raise UsageError(
+            f"--load-format {settings.load_format!r}: vLLM {info.version} accepts {', '.join(formats)}; "
+            "e.g. --load-format dummy for random weights"
+        )
     device = actual or gpu
     if device.is_cpu != (info.platform == "cpu"):
         build = "the CPU build" if info.platform == "cpu" else f"a {info.platform} build"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tuner.config_values import ConfigValues
 from tuner.errors import ModelSpecError
 from tuner.model_spec import DTYPE_BYTES, MLA, ModelSpec, MoE, Quant
 
@@ -41,17 +42,20 @@ _QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "olmo2"}
 _NORMS_PER_LAYER = {"gemma2": 4, "gemma3": 4, "olmo2": 2}
 
 
-def parse(cfg: dict[str, Any], source: str) -> ModelSpec:
+def parse(raw: Any, source: str) -> ModelSpec:
+    cfg = ConfigValues(raw, source)
     outer_type = cfg.get("model_type")
     vision = 0
     text = cfg.get("text_config")
     if isinstance(text, dict):  # a multimodal wrapper: the language model is in text_config
-        vision = _vision_params(cfg.get("vision_config"), int(text.get("hidden_size") or 0))
-        merged = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
+        text_cfg = ConfigValues(text, source, "text_config")
+        vision_cfg = cfg.part("vision_config")
+        vision = _vision_params(vision_cfg, text_cfg.whole("hidden_size", low=0, default=0)) if vision_cfg else 0
+        merged = {k: v for k, v in raw.items() if k not in ("text_config", "vision_config")}
         merged.update(text)
         if "model_type" not in text and outer_type:
             merged["model_type"] = outer_type
-        cfg = merged
+        cfg = ConfigValues(merged, source)
     model_type = cfg.get("model_type")
     if not model_type:
         raise ModelSpecError(
@@ -65,27 +69,22 @@ def parse(cfg: dict[str, Any], source: str) -> ModelSpec:
             f"{', '.join(sorted(_FAMILIES))}. Add a family rule in tuner/model_config.py "
             "(layer types, MoE and MLA fields) before tuning this model"
         )
-
-    def req(key: str, why: str) -> Any:
-        value = cfg.get(key)
-        if value is None:
-            raise ModelSpecError(
-                f"{source}: field '{key}' is missing (needed for {why}); copy it from the model's published config.json"
-            )
-        return value
-
-    layers = int(req("num_hidden_layers", "the layer count"))
-    hidden = int(req("hidden_size", "weights and activations"))
-    heads = int(req("num_attention_heads", "attention shapes"))
-    kv_heads = int(cfg.get("num_key_value_heads") or heads)
-    head_dim = cfg.get("head_dim")
+    layers = cfg.whole("num_hidden_layers", "the layer count")
+    hidden = cfg.whole("hidden_size", "weights and activations")
+    heads = cfg.whole("num_attention_heads", "attention shapes")
+    kv_heads = cfg.whole("num_key_value_heads", default=heads)
+    if kv_heads > heads:
+        raise ModelSpecError(
+            f"{source}: num_key_value_heads {kv_heads} exceeds num_attention_heads {heads}; fix config.json"
+        )
+    head_dim = cfg.whole("head_dim", default=0) or None
     if head_dim is None:
         if hidden % heads:
             raise ModelSpecError(
                 f"{source}: field 'head_dim' is missing and hidden_size {hidden} is not a "
                 f"multiple of num_attention_heads {heads}; add head_dim"
             )
-        head_dim = hidden // heads
+        head_dim = max(1, hidden // heads)
     dtype = cfg.get("torch_dtype") or cfg.get("dtype")
     if dtype is None:
         raise ModelSpecError(
@@ -94,11 +93,11 @@ def parse(cfg: dict[str, Any], source: str) -> ModelSpec:
         )
     if str(dtype) not in DTYPE_BYTES:
         raise ModelSpecError(f"{source}: torch_dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
-    mla = _parse_mla(cfg, family, req)
-    moe = _parse_moe(cfg, family, layers, req)
-    intermediate = int(cfg.get("intermediate_size") or 0)
+    mla = _parse_mla(cfg, family)
+    moe = _parse_moe(cfg, family, layers)
+    intermediate = cfg.whole("intermediate_size", low=0, default=0)
     if intermediate == 0 and (moe is None or len(moe.moe_layers) < layers):
-        req("intermediate_size", "the dense MLP weights")
+        cfg.whole("intermediate_size", "the dense MLP weights")
     layer_types, window = _parse_layer_types(cfg, family, layers, source)
     return ModelSpec(
         source=source,
@@ -108,11 +107,11 @@ def parse(cfg: dict[str, Any], source: str) -> ModelSpec:
         hidden_size=hidden,
         num_heads=heads,
         num_kv_heads=kv_heads,
-        head_dim=int(head_dim),
-        head_dim_v=int(cfg.get("head_dim_v") or head_dim),
+        head_dim=head_dim,
+        head_dim_v=cfg.whole("head_dim_v", default=head_dim),
         intermediate_size=intermediate,
-        vocab_size=int(req("vocab_size", "embedding and logits sizes")),
-        max_position_embeddings=int(req("max_position_embeddings", "the default max_model_len")),
+        vocab_size=cfg.whole("vocab_size", "embedding and logits sizes"),
+        max_position_embeddings=cfg.whole("max_position_embeddings", "the default max_model_len"),
         dtype="bfloat16" if str(dtype) in ("float32", "float") else str(dtype),
         checkpoint_dtype=str(dtype),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", family in _TIED_BY_DEFAULT)),
@@ -120,7 +119,7 @@ def parse(cfg: dict[str, Any], source: str) -> ModelSpec:
         sliding_window=window,
         mla=mla,
         moe=moe,
-        quant=_parse_quant(cfg.get("quantization_config"), source),
+        quant=_parse_quant(cfg.part("quantization_config"), source),
         qkv_bias=bool(cfg.get("attention_bias", family in _QKV_BIAS)) and family != "deepseek",
         qk_norm=family in _QK_NORM or bool(cfg.get("use_qk_norm")),
         norms_per_layer=_NORMS_PER_LAYER.get(family, 2),
@@ -128,58 +127,57 @@ def parse(cfg: dict[str, Any], source: str) -> ModelSpec:
     )
 
 
-def _parse_mla(cfg: dict[str, Any], family: str, req: Any) -> MLA | None:
+def _parse_mla(cfg: ConfigValues, family: str) -> MLA | None:
     if family != "deepseek" or cfg.get("kv_lora_rank") is None:
         return None
     return MLA(
-        kv_lora_rank=int(req("kv_lora_rank", "MLA")),
-        qk_rope_head_dim=int(req("qk_rope_head_dim", "MLA")),
-        qk_nope_head_dim=int(req("qk_nope_head_dim", "MLA")),
-        v_head_dim=int(req("v_head_dim", "MLA")),
-        q_lora_rank=None if cfg.get("q_lora_rank") is None else int(cfg["q_lora_rank"]),
+        kv_lora_rank=cfg.whole("kv_lora_rank", "MLA"),
+        qk_rope_head_dim=cfg.whole("qk_rope_head_dim", "MLA"),
+        qk_nope_head_dim=cfg.whole("qk_nope_head_dim", "MLA"),
+        v_head_dim=cfg.whole("v_head_dim", "MLA"),
+        q_lora_rank=cfg.whole("q_lora_rank", default=0) or None,
     )
 
 
-def _parse_moe(cfg: dict[str, Any], family: str, layers: int, req: Any) -> MoE | None:
+def _parse_moe(cfg: ConfigValues, family: str, layers: int) -> MoE | None:
     if family == "mixtral":
         return MoE(
-            int(req("num_local_experts", "MoE")),
-            int(req("num_experts_per_tok", "MoE")),
-            int(req("intermediate_size", "expert size")),
+            cfg.whole("num_local_experts", "MoE"),
+            cfg.whole("num_experts_per_tok", "MoE"),
+            cfg.whole("intermediate_size", "expert size"),
             0,
             False,
             tuple(range(layers)),
         )
     if family in ("qwen2_moe", "qwen3_moe"):
-        experts = int(cfg.get("num_experts") or 0)
+        experts = cfg.whole("num_experts", low=0, default=0)
         if experts == 0:
             return None
-        step, dense = int(cfg.get("decoder_sparse_step") or 1), set(cfg.get("mlp_only_layers") or ())
+        step, dense = cfg.whole("decoder_sparse_step", default=1), set(cfg.wholes("mlp_only_layers"))
         moe_layers = tuple(i for i in range(layers) if i not in dense and (i + 1) % step == 0)
-        shared = int(cfg.get("shared_expert_intermediate_size") or 0)
+        shared = cfg.whole("shared_expert_intermediate_size", low=0, default=0)
         return MoE(
             experts,
-            int(req("num_experts_per_tok", "MoE")),
-            int(req("moe_intermediate_size", "MoE")),
+            cfg.whole("num_experts_per_tok", "MoE"),
+            cfg.whole("moe_intermediate_size", "MoE"),
             shared,
             shared > 0,
             moe_layers,
         )
     if family in ("deepseek", "glm4_moe"):
-        experts = int(cfg.get("n_routed_experts") or 0)
+        experts = cfg.whole("n_routed_experts", low=0, default=0)
         if experts == 0:
             return None
-        first, freq = int(cfg.get("first_k_dense_replace") or 0), int(cfg.get("moe_layer_freq") or 1)
-        size = int(req("moe_intermediate_size", "MoE"))
-        shared = size * int(cfg.get("n_shared_experts") or 0)
+        first = cfg.whole("first_k_dense_replace", low=0, default=0)
+        freq = cfg.whole("moe_layer_freq", default=1)
+        size = cfg.whole("moe_intermediate_size", "MoE")
+        shared = size * cfg.whole("n_shared_experts", low=0, default=0)
         moe_layers = tuple(i for i in range(layers) if i >= first and i % freq == 0)
-        return MoE(experts, int(req("num_experts_per_tok", "MoE")), size, shared, False, moe_layers)
+        return MoE(experts, cfg.whole("num_experts_per_tok", "MoE"), size, shared, False, moe_layers)
     return None
 
 
-def _parse_layer_types(
-    cfg: dict[str, Any], family: str, layers: int, source: str
-) -> tuple[tuple[str, ...], int | None]:
+def _parse_layer_types(cfg: ConfigValues, family: str, layers: int, source: str) -> tuple[tuple[str, ...], int | None]:
     window = cfg.get("sliding_window")
     full = ("full_attention",) * layers
     if family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and not cfg.get("use_sliding_window", False):
@@ -188,7 +186,7 @@ def _parse_layer_types(
         return full, None
     explicit = cfg.get("layer_types")
     if isinstance(explicit, list) and len(explicit) == layers:
-        unknown = sorted(set(explicit) - {"full_attention", "sliding_attention"})
+        unknown = sorted({str(t) for t in explicit} - {"full_attention", "sliding_attention"})
         if unknown:
             raise ModelSpecError(
                 f"{source}: layer_types has {unknown}, which the KV budget does not model "
@@ -198,31 +196,31 @@ def _parse_layer_types(
     elif family == "gemma2":
         types = tuple("sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers))
     elif family == "gemma3":
-        pattern = int(cfg.get("sliding_window_pattern") or 6)
+        pattern = cfg.whole("sliding_window_pattern", default=6)
         types = tuple("full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers))
     elif family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
-        first = int(cfg.get("max_window_layers") or 0)
+        first = cfg.whole("max_window_layers", low=0, default=0)
         types = tuple("sliding_attention" if i >= first else "full_attention" for i in range(layers))
     else:  # Mistral-style: a window in the config applies to every layer
         types = ("sliding_attention",) * layers
-    return types, (int(window) if "sliding_attention" in types else None)
+    return types, (cfg.whole("sliding_window") if "sliding_attention" in types else None)
 
 
-def _parse_quant(qc: Any, source: str) -> Quant | None:
-    if not qc:
+def _parse_quant(qc: ConfigValues | None, source: str) -> Quant | None:
+    if qc is None:
         return None
     method = str(qc.get("quant_method", "")).lower()
     if method == "awq":
         return Quant(
             "awq",
-            int(qc.get("bits") or qc.get("w_bit") or 4),
-            int(qc.get("group_size") or qc.get("q_group_size") or 128),
+            qc.whole("bits", default=qc.whole("w_bit", default=4)),
+            _group(qc, "group_size", _group(qc, "q_group_size", 128)),
             bool(qc.get("zero_point", True)),
             tuple(qc.get("modules_to_not_convert") or ()),
         )
     if method == "gptq":
         ignore = () if qc.get("lm_head") else ("lm_head",)
-        return Quant("gptq", int(qc.get("bits", 4)), int(qc.get("group_size", 128)), True, ignore, g_idx=True)
+        return Quant("gptq", qc.whole("bits", default=4), _group(qc, "group_size", 128), True, ignore, g_idx=True)
     if method == "compressed-tensors":
         groups = [g for g in (qc.get("config_groups") or {}).values() if isinstance(g, dict) and g.get("weights")]
         if not groups:
@@ -230,12 +228,12 @@ def _parse_quant(qc: Any, source: str) -> Quant | None:
                 f"{source}: quantization_config.config_groups has no 'weights' scheme; the "
                 "weight bytes cannot be derived"
             )
-        w = groups[0]["weights"]
+        w = ConfigValues(groups[0]["weights"], source, "quantization_config.config_groups.weights")
         strategy = str(w.get("strategy", "group"))
-        group = int(w.get("group_size") or -1) if strategy == "group" else -1
+        group = _group(w, "group_size", -1) if strategy == "group" else -1
         return Quant(
             "compressed-tensors",
-            int(w.get("num_bits", 4)),
+            w.whole("num_bits", default=4),
             group,
             not bool(w.get("symmetric", True)),
             tuple(qc.get("ignore") or ()),
@@ -249,11 +247,18 @@ def _parse_quant(qc: Any, source: str) -> Quant | None:
     )
 
 
-def _vision_params(vc: Any, text_hidden: int) -> int:
+def _group(qc: ConfigValues, key: str, default: int) -> int:
+    """A quantization group size: weights per group, or -1 (one group per channel)."""
+    value = qc.get(key)
+    return -1 if value in (-1, -1.0) or (value is None and default == -1) else qc.whole(key, default=default)
+
+
+def _vision_params(vc: ConfigValues, text_hidden: int) -> int:
     """Rough size of a ViT tower + projector (vLLM loads it with the language model)."""
-    if not isinstance(vc, dict) or not vc.get("hidden_size"):
+    h = vc.whole("hidden_size", low=0, default=0)
+    if not h:
         return 0
-    h, i = int(vc["hidden_size"]), int(vc.get("intermediate_size") or 4 * int(vc["hidden_size"]))
-    n, p = int(vc.get("num_hidden_layers") or 0), int(vc.get("patch_size") or 14)
-    side = int(vc.get("image_size") or 224) // p
+    i = vc.whole("intermediate_size", default=4 * h)
+    n, p = vc.whole("num_hidden_layers", low=0, default=0), vc.whole("patch_size", default=14)
+    side = vc.whole("image_size", default=224) // p
     return n * (4 * h * h + 2 * h * i + 9 * h) + 3 * p * p * h + side * side * h + h * text_hidden

@@ -11,11 +11,11 @@ is ``tuner/model_config.py``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from loadtest.textfile import read_json
 from tuner.errors import ModelSpecError
 from tuner.model_weights import is_quantized as _is_quantized
 from tuner.model_weights import tensor_bytes as _tensor_bytes
@@ -100,10 +100,7 @@ class ModelSpec:
                 f"{cfg_path}: no config.json; --model must be a model directory "
                 "(with config.json) or the config.json itself"
             )
-        try:
-            cfg = json.loads(cfg_path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ModelSpecError(f"{cfg_path}: not valid JSON ({exc}); fix or re-download the file") from exc
+        cfg = read_json(cfg_path, ModelSpecError)
         return cls.from_config(cfg, source=str(cfg_path))
 
     @classmethod

@@ -32,9 +32,20 @@ from tuner.inputs import Inputs, measure_plan
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
 from tuner.outputs import Summary, certified_summary, summarize, write_outputs
 from tuner.report_html import write_report
+from tuner.settings import TuneSettings
 from tuner.soak import certify_config
 from tuner.space import SpaceContext, suggest_config
-from tuner.study import enqueue_first, finished, open_study, results_of, run_study, timelines_of
+from tuner.study import (
+    STUDY_NAME,
+    enqueue_first,
+    finished,
+    open_study,
+    results_of,
+    run_study,
+    storage_for,
+    timelines_of,
+)
+from tuner.study_identity import check_same_study, study_defines
 from tuner.time_budget import TimeBudget
 from tuner.trial_result import TrialResult
 
@@ -127,7 +138,7 @@ def trial_context(inp: Inputs, log_dir: Path) -> TrialContext:
 def metadata(inp: Inputs, versions: dict[str, Any], fingerprint: str) -> dict[str, Any]:
     return {
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "settings": inp.settings.to_dict(),
+        "settings": inp.settings.public_dict(),
         "slo": inp.settings.slo,
         "workload": inp.workload.name,
         "gpu": {
@@ -140,6 +151,21 @@ def metadata(inp: Inputs, versions: dict[str, Any], fingerprint: str) -> dict[st
         "versions": versions,
         "notes": list(inp.notes),
     }
+
+
+def storage_url(settings: TuneSettings) -> str:
+    """--storage, or the study file in the out folder."""
+    return settings.storage or f"sqlite:///{settings.out_dir().resolve()}/study.db"
+
+
+def check_resume(inp: Inputs) -> None:
+    """Before any work (quantization, the first trial): a resumed study keeps the settings that define it
+    (tuner.study_identity). The storage itself is checked earlier (tuner.study.check_storage)."""
+    from launch.fingerprint import model_fingerprint
+
+    if inp.settings.resume:
+        study = optuna.load_study(study_name=STUDY_NAME, storage=storage_for(storage_url(inp.settings)))
+        check_same_study(study, study_defines(inp, model_fingerprint(inp.model_dir)))
 
 
 def importances(study: optuna.Study) -> dict[str, float]:
@@ -174,13 +200,14 @@ def tune(
     out = inp.out
     out.mkdir(parents=True, exist_ok=True)
     progress = progress or Progress(s.trials)
-    progress.say(f"resolved settings: {s.to_dict()}")
+    progress.say(f"resolved settings: {s.public_dict()}")
     versions = versions or collect_versions(s.vllm_python)
     fingerprint = fingerprint or model_fingerprint(inp.model_dir)
     meta = metadata(inp, versions, fingerprint)
     base = base_config(inp)
     sctx = space_context(inp, base, quantized or s.quantized_model)
-    study = open_study(s.storage or f"sqlite:///{out.resolve()}/study.db", resume=s.resume, seed=s.seed)
+    study = open_study(storage_url(s), resume=s.resume, seed=s.seed, must_exist=s.resume)
+    check_same_study(study, study_defines(inp, fingerprint))
     enqueue_first(study, warm_start or [], baseline=True)
     # the best goodput so far, for cutting a hopeless trial short after its probe (tuner.objective)
     best_now: list[float | None] = [summarize(results_of(study)).best_goodput]

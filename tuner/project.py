@@ -9,9 +9,9 @@ from typing import Any
 
 import yaml
 
-from loadtest.slo import SLOError, parse_slos
+from loadtest.textfile import read_yaml
 from tuner.errors import ProfileError
-from tuner.settings import FIELDS
+from tuner.settings import FIELDS, check_setting
 
 DEFAULT_NAME = "slotune.yaml"
 
@@ -27,44 +27,19 @@ def find_project_file(explicit: str | None, cwd: Path | None = None) -> Path | N
     return path if path.is_file() else None
 
 
-def _check(path: Path, line: int, key: str, value: Any) -> Any:
-    f = FIELDS[key]
-    where = f"{path}:{line}: key '{key}'"
-    if value is None:
-        return None
-    if f.type is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, f.type) or (isinstance(value, bool) and f.type is not bool):
-        raise ProfileError(f"{where} must be {f.type.__name__} ({f.help}), got {value!r}")
-    if key == "slo":
-        try:
-            parse_slos(str(value))
-        except SLOError as exc:
-            raise ProfileError(f"{where}: {exc}") from None
-    numeric = ("trials", "level_seconds", "startup_timeout", "output_tokens", "time_budget")
-    if key in numeric and isinstance(value, (int, float)) and value <= 0:
-        raise ProfileError(f"{where} must be positive, got {value!r}")
-    return value
-
-
 def read_project_file(path: Path) -> dict[str, Any]:
     """Validated {key: value}; relative paths are resolved against the file's folder."""
-    text = path.read_text()
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"{path}: not valid YAML: {exc}") from None
-    if root is None:
+    data, lines = read_yaml(path, ProfileError)
+    if data is None:
         return {}
-    if not isinstance(root, yaml.MappingNode):
-        raise ProfileError(f"{path}:1: the file must be a mapping of keys to values")
-    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}:1: the file must be a mapping of keys to values, e.g. 'gpu: a30'")
     out: dict[str, Any] = {}
-    for key_node, _ in root.value:
-        key, line = key_node.value, key_node.start_mark.line + 1
+    for key, value in data.items():
+        line = lines.get(str(key), 1)
         if key not in FIELDS:
-            raise ProfileError(f"{path}:{line}: unknown key '{key}'; valid keys: {', '.join(FIELDS)}")
-        out[key] = _check(path, line, key, data[key])
+            raise ProfileError(f"{path}:{line}: unknown key {key!r}; valid keys: {', '.join(FIELDS)}")
+        out[key] = None if value is None else check_setting(key, value, f"{path}:{line}")
     for key in ("model", "quantized_model", "draft_model", "out", "quantize_python"):
         if isinstance(out.get(key), str) and not Path(out[key]).is_absolute():
             out[key] = str((path.parent / out[key]).resolve()) if key != "out" else str(path.parent / out[key])
@@ -82,7 +57,7 @@ def render_project_file(values: dict[str, Any]) -> str:
         "",
     ]
     for key, f in FIELDS.items():
-        lines.append(f"# {f.help} [{f.type.__name__}]")
+        lines.append(f"# {f.help} [{f.type.__name__}: {f.valid}]")
         value = values.get(key, f.default)
         if value is None:
             lines.append(f"# {key}:")

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from launch.config import ServeConfig
+from loadtest.redact import without_password
+from loadtest.textfile import read_json
 from tuner.errors import UsageError
 from tuner.settings import TuneSettings
 
@@ -31,7 +33,9 @@ def read_study(study: Path) -> dict[str, Any]:
     path = study / "best.json"
     if not path.is_file():
         raise UsageError(f"--study {study}: no best.json there; point --study at a folder written by `tune`")
-    doc = json.loads(path.read_text())
+    doc = read_json(path, UsageError)
+    if not isinstance(doc, dict) or not isinstance(doc.get("settings"), dict):
+        raise UsageError(f"{path}: not a best.json written by `tune` (no settings); point --study at a tune folder")
     if not doc.get("slo_met") or not doc.get("best"):
         raise UsageError(f"{path}: that study has no configuration that met its SLO; run `tune --resume` first")
     return doc
@@ -39,6 +43,8 @@ def read_study(study: Path) -> dict[str, Any]:
 
 def _settings(doc: dict[str, Any], study: Path, overrides: dict[str, Any]) -> TuneSettings:
     values = {k: v for k, v in doc["settings"].items() if k in TuneSettings.__dataclass_fields__}
+    if isinstance(values.get("storage"), str):  # written masked: the driver reads the password (PGPASSWORD)
+        values["storage"] = without_password(values["storage"])
     values.update({k: v for k, v in overrides.items() if v is not None})
     return TuneSettings(**values)
 

@@ -8,6 +8,7 @@ work one study through ``--storage postgresql://…``; on one host ``devices`` g
 from __future__ import annotations
 
 import logging
+import os
 import statistics
 import threading
 import time
@@ -18,8 +19,11 @@ from typing import Any
 import optuna
 from optuna.storages._heartbeat import get_heartbeat_thread  # what Study.optimize uses
 
+from loadtest.crash import one_line
+from loadtest.redact import mask
 from tuner.errors import UsageError
 from tuner.time_budget import OverBudget, TimeBudget
+from tuner.trial_owner import OWNER_ATTR, owner_tag, release_stale_trials
 from tuner.trial_result import FAIL, PRUNED, TrialResult
 
 STUDY_NAME = "slotune"
@@ -27,42 +31,80 @@ log = logging.getLogger("slotune")
 
 
 def storage_for(url: str) -> optuna.storages.BaseStorage:
-    """An RDB storage with heartbeats, so trials of a killed tuner are marked FAIL on resume."""
+    """An RDB storage with heartbeats, so trials of a tuner on another host that died are found on resume."""
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # heartbeat, group
     # we run trials through ask/tell with our own heartbeat (run_study), which Optuna warns about
     warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
-    return optuna.storages.RDBStorage(
-        url,
-        heartbeat_interval=30,
-        grace_period=120,
-        engine_kwargs={"pool_pre_ping": True} if not url.startswith("sqlite") else {},
-    )
+    engine: dict[str, Any] = {}
+    if not url.startswith("sqlite"):
+        engine["pool_pre_ping"] = True
+    if url.startswith("postgresql"):
+        engine["connect_args"] = {"connect_timeout": 10}  # an unreachable host: an error in 10 s, not minutes
+    return optuna.storages.RDBStorage(url, heartbeat_interval=30, grace_period=120, engine_kwargs=engine)
+
+
+def _existing(url: str) -> dict[str, int]:
+    """{study name: trials} in the storage at ``url``; UsageError (credentials masked) when it cannot be opened."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        parsed = make_url(url)
+        if parsed.get_backend_name() == "sqlite" and parsed.database and not os.path.exists(parsed.database):
+            return {}  # nothing stored yet; opening it would create the file
+        return {s.study_name: s.n_trials for s in optuna.get_all_study_summaries(storage_for(url))}
+    except (SQLAlchemyError, ImportError, ValueError, optuna.exceptions.StorageInternalError) as exc:
+        why = one_line(str(exc).split("\n(Background on this error")[0])[:300]
+        raise UsageError(
+            f"--storage {mask(url)}: cannot open it ({type(exc).__name__}: {why}); check the URL, that the "
+            "server runs and accepts this user (password in PGPASSWORD or ~/.pgpass), or leave --storage out "
+            "for a study file in --out"
+        ) from None
+
+
+def check_storage(url: str, *, resume: bool, name: str = STUDY_NAME) -> None:
+    """Before any work: the storage opens, and holds a study exactly when ``resume`` says it should."""
+    exists = name in _existing(url)
+    if exists and not resume:
+        raise UsageError(
+            f"a study already exists in {mask(url)}; pass --resume to continue it or choose another --out/--storage"
+        )
+    if resume and not exists:
+        raise UsageError(
+            f"--resume: there is no study in {mask(url)} to continue; run without --resume to start one "
+            "(or point --out/--storage at the study)"
+        )
 
 
 def open_study(
-    storage_url: str, *, resume: bool, seed: int, name: str = STUDY_NAME, startup_trials: int = 4
+    storage_url: str,
+    *,
+    resume: bool,
+    seed: int,
+    name: str = STUDY_NAME,
+    startup_trials: int = 4,
+    must_exist: bool = False,
 ) -> optuna.Study:
-    """Create the study, or load it with ``resume``. An existing study without ``resume`` is an error."""
+    """Create the study, or load it with ``resume``. An existing study without ``resume`` is an error, and
+    so is a missing one with ``must_exist`` (``tune --resume``; workers joining a shared study pass only
+    ``resume``). Trials whose tuner is gone are released first (tuner.trial_owner)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = storage_for(storage_url)
-    stored = {s.study_name: s.n_trials for s in optuna.get_all_study_summaries(storage)}
+    stored = _existing(storage_url)
     exists = name in stored
-    if exists and not resume:
-        raise UsageError(
-            f"a study already exists in {storage_url}; pass --resume to continue it or choose another --out/--storage"
-        )
+    if (exists and not resume) or (must_exist and not exists):
+        check_storage(storage_url, resume=resume, name=name)
     # a resumed study's sampler must not replay the random draws of the call that began it: with the
     # same seed, the first trial after a resume repeated the first trial of the study (seen on the H200)
     sampler = optuna.samplers.TPESampler(
         seed=seed + stored.get(name, 0), multivariate=True, group=True, n_startup_trials=startup_trials
     )
     study = optuna.create_study(
-        study_name=name, storage=storage, direction="maximize", sampler=sampler, load_if_exists=True
+        study_name=name, storage=storage_for(storage_url), direction="maximize", sampler=sampler, load_if_exists=True
     )
-    if exists:  # trials of a tuner that was killed: FAIL, so they are not waited for forever
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(study)
+    if exists:
+        released = release_stale_trials(study)
+        if released:
+            log.warning("trials %s of an earlier run that stopped without ending them: run again", released)
     return study
 
 
@@ -213,6 +255,7 @@ def run_study(
         while (trial := next_trial()) is not None:
             started = time.monotonic()
             try:
+                trial.set_user_attr(OWNER_ATTR, owner_tag())  # a resume knows at once when this process is gone
                 try:
                     # the heartbeat Study.optimize would keep: a killed tuner's trials turn FAIL on resume
                     with get_heartbeat_thread(trial._trial_id, study._storage):

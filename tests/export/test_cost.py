@@ -133,5 +133,5 @@ def test_tune_takes_a_gpu_price_and_refuses_a_negative_one() -> None:
     base = {"model": "m", "gpu": "a30", "slo": "ttft_p95=2s"}
     assert resolve({}, {**base, "gpu_price": 1.5}).gpu_price == 1.5
     assert resolve({}, base).gpu_price is None
-    with pytest.raises(UsageError, match="gpu_price"):
+    with pytest.raises(UsageError, match="gpu.price"):  # the flag, --gpu-price
         resolve({}, {**base, "gpu_price": -1.0})

@@ -186,3 +186,31 @@ def test_docker_run_command(make_info) -> None:
     assert "--model /model --served-model-name '/data/my model' --max-model-len 4096" in cmd
     if shutil.which("bash"):
         assert subprocess.run(["bash", "-n", "-c", cmd]).returncode == 0
+
+
+def test_refuses_a_port_another_server_listens_on(make_info, fake_python: Path, tmp_path: Path) -> None:
+    """With another HTTP server on PORT, launch.sh warmed that server up and printed "ready" while its own
+    vLLM died on the busy port (#25). Now it refuses before starting anything (exit 5), and a PORT that is
+    not a number is one line (exit 2)."""
+    import http.server
+    import threading
+
+    model = _model(tmp_path, "m")
+    info = make_info("0.32.0", python=str(fake_python))
+    script = write_launch_script(
+        tmp_path / "launch.sh", ServeConfig(model=str(model)), info, fingerprint="x", model_dir=str(model)
+    )
+    other = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        port = str(other.server_address[1])
+        for host in ("127.0.0.1", "0.0.0.0"):
+            r = _run(script, tmp_path, VLLM_PYTHON=str(fake_python), VERIFY_MODEL="0", FORCE="1", HOST=host, PORT=port)
+            assert r.returncode == 5, r.stderr
+            assert f"another process already listens on {host}:{port}" in r.stderr
+            assert "ready" not in r.stdout and "ARGV" not in r.stdout
+    finally:
+        other.shutdown()
+        other.server_close()
+    r = _run(script, tmp_path, VLLM_PYTHON=str(fake_python), VERIFY_MODEL="0", FORCE="1", PORT="80a")
+    assert r.returncode == 2 and "PORT=80a is not a port number" in r.stderr

@@ -95,3 +95,28 @@ def test_probe_real_vllm_once_then_cache(vllm_python: str, tmp_path, monkeypatch
     monkeypatch.setattr(vllm_info, "_full_probe", must_not_run)
     monkeypatch.setattr(vllm_info, "_MEMO", {})
     assert probe_vllm(vllm_python) == info
+
+
+def test_a_hanging_interpreter_is_stopped_with_its_children(tmp_path) -> None:
+    """A --vllm-python that never answers was a traceback, and the process it started kept running (#25)."""
+    import time
+
+    child_pid = tmp_path / "child.pid"
+    hang = tmp_path / "hang"
+    hang.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {child_pid}\nwait\n")
+    hang.chmod(0o755)
+    t0 = time.monotonic()
+    with pytest.raises(LaunchInputError, match=r"did not answer within 1 s .*--vllm-python"):
+        vllm_info._quick_probe(str(hang), timeout=1)
+    assert time.monotonic() - t0 < 10
+    pid = int(child_pid.read_text())
+    for _ in range(50):  # killed with its group (a zombie left for init to reap counts as gone)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the interpreter's child {pid} still runs")

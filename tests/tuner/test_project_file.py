@@ -18,10 +18,15 @@ def test_flags_override_file_override_defaults(tmp_path):
     "text, needle",
     [
         ("model: ./m\ntrails: 3\n", "slotune.yaml:2: unknown key 'trails'"),
-        ("model: ./m\ntrials: many\n", "slotune.yaml:2: key 'trials' must be int"),
-        ("slo: ttft_p95=fast\n", "slotune.yaml:1: key 'slo': malformed SLO"),
+        ("model: ./m\ntrials: many\n", "slotune.yaml:2: key 'trials' 'many': must be a whole number from 1 to"),
+        ("slo: ttft_p95=fast\n", "slotune.yaml:1: key 'slo' 'ttft_p95=fast': malformed SLO"),
         ("- a\n- b\n", "must be a mapping"),
-        ("trials: 0\n", "must be positive"),
+        ("trials: 0\n", "key 'trials' 0: must be a whole number from 1 to 100000; e.g. trials: 20"),
+        ("level_seconds: -5\n", "key 'level_seconds' -5.0: must be a number of seconds > 0"),
+        ("level_seconds: .nan\n", "key 'level_seconds' nan: must be a number of seconds > 0"),
+        ("gpu: a30\ngpu: h200\n", "slotune.yaml:2: not valid YAML: key 'gpu' appears twice"),
+        ("a: &x [1]\nb: *x\n", "slotune.yaml:2: not valid YAML: alias \\*x is not allowed"),
+        ("gpu: !!python/object:os.system x\n", "slotune.yaml:1: not valid YAML: could not determine a constructor"),
     ],
 )
 def test_bad_file_names_file_line_and_key(tmp_path, text, needle):

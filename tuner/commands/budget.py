@@ -6,9 +6,11 @@ import argparse
 import json
 
 from launch.config import ServeConfig
+from tuner import rules
 from tuner.budget import KVBudget, estimate_budget
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
+from tuner.rules import flag_type
 
 GIB = 1 << 30
 
@@ -20,13 +22,20 @@ def configure(p: argparse.ArgumentParser) -> None:
         required=True,
         help="GPU profile: a built-in name (h200, a30, cpu, …), a YAML path, or 'auto' for the local GPU",
     )
-    p.add_argument("--gpu-memory-utilization", type=float, help="default: vLLM's (0.92)")
-    p.add_argument("--max-model-len", type=int, help="default: the model's max_position_embeddings")
-    p.add_argument("--max-num-seqs", type=int, help="default: vLLM's for this device")
-    p.add_argument("--max-num-batched-tokens", type=int, help="default: vLLM's for this device")
+    tokens = flag_type(int, rules.whole(1, 1 << 24))
+    p.add_argument("--gpu-memory-utilization", type=flag_type(float, rules.FRACTION), help="default: vLLM's (0.92)")
+    p.add_argument("--max-model-len", type=tokens, help="default: the model's max_position_embeddings")
+    p.add_argument(
+        "--max-num-seqs", type=flag_type(int, rules.whole(1, 65_536)), help="default: vLLM's for this device"
+    )
+    p.add_argument("--max-num-batched-tokens", type=tokens, help="default: vLLM's for this device")
     p.add_argument("--kv-cache-dtype", choices=("auto", "fp8"), default=None)
-    p.add_argument("--tensor-parallel-size", type=int, default=None)
-    p.add_argument("--vllm-version", help="vLLM release to predict for (default: the installed one)")
+    p.add_argument("--tensor-parallel-size", type=flag_type(int, rules.whole(1, 1024)), default=None)
+    p.add_argument(
+        "--vllm-version",
+        type=flag_type(str, rules.VERSION),
+        help="vLLM release to predict for, e.g. 0.26.0 (default: the installed one)",
+    )
     p.add_argument("--json", action="store_true", help="print the budget as JSON")
 
 

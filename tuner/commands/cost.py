@@ -6,10 +6,17 @@ from __future__ import annotations
 import argparse
 import json
 
+from tuner.rules import flag_type
+from tuner.settings import FIELDS
+
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--study", required=True, help="study folder with best.json (the output of `tune`)")
-    p.add_argument("--gpu-price", type=float, help="US$ per GPU-hour (default: the GPU profile's hourly_price_usd)")
+    p.add_argument(
+        "--gpu-price",
+        type=flag_type(float, FIELDS["gpu_price"].rule),
+        help="US$ per GPU-hour (default: the GPU profile's hourly_price_usd)",
+    )
     p.add_argument("--json", action="store_true", help="print best.json's cost block as JSON")
 
 

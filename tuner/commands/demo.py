@@ -5,29 +5,28 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="demo", help="folder for the model and the study (default: ./demo)")
-    p.add_argument("--trials", type=int, default=3, help="total trials (default 3)")
+    p.add_argument("--trials", default=3, help="total trials (default 3)")
     p.add_argument("--slo", default="ttft_p95=2s", help="SLOs (default ttft_p95=2s)")
     p.add_argument("--vllm-python", default=sys.executable, help="interpreter with vLLM (default: this one)")
     p.add_argument("--resume", action="store_true", help="continue an earlier demo study")
 
 
 def run(args: argparse.Namespace) -> int:
+    from loadtest.writable import check_output_dir
     from tuner.commands.tune import print_outcome
     from tuner.inputs import load_inputs
-    from tuner.pipeline import tune
+    from tuner.out_dir import claimed
+    from tuner.pipeline import check_resume, storage_url, tune
     from tuner.settings import resolve
+    from tuner.study import check_storage
     from tuner.synthetic import write_model
 
-    out = Path(args.out)
+    out = check_output_dir(args.out, "--out")
     model = out / "tiny-llama"
-    if not (model / "config.json").is_file():
-        print(f"writing a tiny random-weight Llama to {model}", flush=True)
-        write_model(model, "llama-tiny")
     settings = resolve(
         {},
         {
@@ -41,6 +40,13 @@ def run(args: argparse.Namespace) -> int:
             "resume": args.resume or None,
         },
     )
-    outcome = tune(load_inputs(settings))
+    if not (model / "config.json").is_file():
+        print(f"writing a tiny random-weight Llama to {model}", flush=True)
+        write_model(model, "llama-tiny")
+    with claimed(settings.out_dir()):
+        check_storage(storage_url(settings), resume=settings.resume)
+        inputs = load_inputs(settings)
+        check_resume(inputs)
+        outcome = tune(inputs)
     print_outcome(outcome.out, outcome.summary, settings.slo, outcome.confirmation, outcome.headline)
     return outcome.exit_code

@@ -7,6 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from tuner.rules import flag_type
+from tuner.settings import FIELDS
+
 
 def configure(p: argparse.ArgumentParser) -> None:
     from tuner.export.formats import RENDERERS
@@ -23,12 +26,19 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image", help="container image (default: vllm/vllm-openai:v<the tuned version>)")
     p.add_argument("--vllm-python", help="interpreter with the tuned vLLM version, to check the argv against")
     p.add_argument("--vllm-help", help="file with `--help=all` of the tuned vLLM's API server, instead")
-    p.add_argument("--gpu-price", type=float, help="US$ per GPU-hour for the cost line (default: the GPU profile's)")
+    p.add_argument(
+        "--gpu-price",
+        type=flag_type(float, FIELDS["gpu_price"].rule),
+        help="US$ per GPU-hour for the cost line (default: the GPU profile's)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from loadtest.writable import check_output_file
     from tuner.export.formats import export_study
 
+    if args.out:
+        check_output_file(args.out, "--out")
     text = export_study(
         args.study,
         args.format,

@@ -18,17 +18,23 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from loadtest.workload import load_workload
+    from loadtest.writable import check_output_file
     from tuner.gpu import GPUProfile
     from tuner.inputs import check_model_dir
     from tuner.project import read_project_file, render_project_file
+    from tuner.settings import check_setting
 
     path = Path(args.out)
     if path.exists() and not args.force:
         raise UsageError(f"{path} exists; pass --force to overwrite it")
-    check_model_dir(args.model)
-    GPUProfile.load(args.gpu)
-    model = str(Path(args.model).resolve())
-    path.write_text(render_project_file({"model": model, "gpu": args.gpu, "slo": args.slo, "workload": args.workload}))
+    check_output_file(path, "--out")
+    values = {k: check_setting(k, getattr(args, k)) for k in ("model", "gpu", "slo", "workload")}
+    check_model_dir(values["model"])
+    GPUProfile.load(values["gpu"])
+    load_workload(values["workload"])
+    values["model"] = str(Path(values["model"]).resolve())
+    path.write_text(render_project_file(values))
     read_project_file(path)  # the file we wrote must pass our own reader
     print(f"wrote {path}; run `tune` in {path.parent.resolve()} (flags override the file)")
     return 0

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from loadtest.writable import check_output_dir
+from tuner import rules
 from tuner.errors import UsageError
+from tuner.rules import flag_type
 from tuner.synthetic import SHAPES, write_model
 
 
@@ -18,7 +21,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="with --no-weights: the config of the model's 4-bit variant (compressed-tensors W4A16, "
         "group 128, lm_head 16-bit, as `tune quantize` writes), for --quantized-model",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=flag_type(int, rules.SEED), default=0)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
             "--w4a16 writes a config-only model: add --no-weights (serve it with --load-format dummy); "
             "to quantize real weights use `tune quantize`"
         )
+    check_output_dir(args.out, "--out")
     path = write_model(args.out, args.shape, weights=not args.no_weights, seed=args.seed, w4a16=args.w4a16)
     print(path)
     return 0

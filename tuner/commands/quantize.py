@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 
+from tuner import rules
 from tuner.errors import UsageError
+from tuner.rules import flag_type
 
 _DEFAULTS = {"max_nll_delta": 0.10, "max_kl": 0.10, "min_top1": 0.50, "min_layer_cosine": 0.98}
 
@@ -22,14 +24,21 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="16-bit model directory (config.json + weights)")
     p.add_argument("--out", required=True, help="output directory (new, or a previous tune quantize output)")
     p.add_argument("--scheme", default="w4a16", help="quantization scheme (supported: w4a16)")
-    p.add_argument("--group-size", type=int, default=128, help="weights per quantization group (default 128)")
+    p.add_argument(
+        "--group-size",
+        type=flag_type(int, rules.whole(32, 1 << 16)),
+        default=128,
+        help="weights per quantization group (default 128)",
+    )
     p.add_argument(
         "--calib",
         metavar="FILE",
         help="calibration JSONL: one object per line with 'text' or 'messages' (default: built-in "
         "text; a slice of FILE also joins the gate's held-out text)",
     )
-    p.add_argument("--samples", type=int, default=128, help="calibration samples (default 128)")
+    p.add_argument(
+        "--samples", type=flag_type(int, rules.whole(1, 100_000)), default=128, help="calibration samples (default 128)"
+    )
     p.add_argument(
         "--backend",
         choices=("llmcompressor", "autoawq"),
@@ -53,13 +62,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--restore-below",
-        type=float,
+        type=flag_type(float, rules.Rule("a number ≥ 0 and < 1", "0.99", low=0, high=0.999999)),
         default=0.99,
         help="restore layers whose output cosine is under this to 16-bit (default 0.99; 0 = never)",
     )
     for name, default in _DEFAULTS.items():
         p.add_argument(
-            f"--{name.replace('_', '-')}", type=float, default=default, help=f"gate threshold (default {default})"
+            f"--{name.replace('_', '-')}",
+            type=flag_type(float, rules.Rule("a number ≥ 0", str(default), low=0)),
+            default=default,
+            help=f"gate threshold (default {default})",
         )
     p.add_argument("--no-gate", action="store_true", help="accept the result even when the gate fails")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")

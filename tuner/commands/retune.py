@@ -10,20 +10,26 @@ import json
 import sys
 from pathlib import Path
 
+from tuner import rules
+from tuner.rules import flag_type
+from tuner.settings import FIELDS
+
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--study", help="study folder with best.json (default: the out folder of ./slotune.yaml)")
-    p.add_argument("--trials", type=int, help="trials for a re-tune (default: the study's)")
+    p.add_argument(
+        "--trials", type=flag_type(int, FIELDS["trials"].rule), help="trials for a re-tune (default: the study's)"
+    )
     p.add_argument(
         "--tolerance",
-        type=float,
+        type=flag_type(float, rules.Rule("a fraction ≥ 0 and < 1", "0.1", low=0, high=0.999999)),
         default=0.1,
         help="allowed capacity drop: the SLO must hold at (1 - tolerance) x the tuned rate (default 0.1 = 10%%)",
     )
     p.add_argument("--vllm-python", help="interpreter whose vLLM is launched (default: the study's)")
     p.add_argument(
         "--soak-seconds",
-        type=float,
+        type=flag_type(float, FIELDS["soak_seconds"].rule),
         help="seconds of the verification soak, and of a re-tune's certifying soaks (default: the study's)",
     )
     p.add_argument("--config", help="project file (default ./slotune.yaml)")
@@ -44,19 +50,25 @@ def _study_dir(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tuner.errors import UsageError
+    from tuner.out_dir import claimed
     from tuner.retune import retune
 
     def say(msg: str) -> None:
         print(f"[retune] {msg}", file=sys.stderr, flush=True)
 
-    result = retune(
-        _study_dir(args),
-        trials=args.trials,
-        tolerance=args.tolerance,
-        vllm_python=args.vllm_python,
-        soak_seconds=args.soak_seconds,
-        progress=say,
-    )
+    study = _study_dir(args)
+    if not study.is_dir():
+        raise UsageError(f"--study {study}: no such folder; point --study at a folder written by `tune`")
+    with claimed(study, "--study"):
+        result = retune(
+            study,
+            trials=args.trials,
+            tolerance=args.tolerance,
+            vllm_python=args.vllm_python,
+            soak_seconds=args.soak_seconds,
+            progress=say,
+        )
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +22,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         if f.type is bool:
             p.add_argument(flag, dest=name, action="store_true", default=None, help=f.help)
             continue
-        p.add_argument(
+        p.add_argument(  # no type=: the text is checked by tuner.settings.check_setting, as the file's values are
             flag,
             dest=name,
-            type=f.type,
             default=None,
             help=f.help + (f" (default: {f.default})" if f.default is not None else ""),
         )
@@ -39,7 +39,7 @@ def settings_from_args(args: argparse.Namespace) -> TuneSettings:
     values: dict[str, Any] = read_project_file(path) if path else {}
     flags = {k: v for k, v in vars(args).items() if k != "config"}
     settings = resolve(values, flags, source=str(path) if path else "")
-    return settings if path is None else TuneSettings(**{**settings.to_dict(), "config_file": str(path)})
+    return settings if path is None else replace(settings, config_file=str(path))
 
 
 def print_outcome(
@@ -82,12 +82,17 @@ def print_outcome(
 
 def run(args: argparse.Namespace) -> int:
     from tuner.inputs import load_inputs
-    from tuner.pipeline import tune
+    from tuner.out_dir import claimed
+    from tuner.pipeline import check_resume, storage_url, tune
     from tuner.quantize_step import maybe_quantize
+    from tuner.study import check_storage
 
     settings = settings_from_args(args)
-    inputs = load_inputs(settings)
-    quantized = maybe_quantize(settings, inputs)
-    outcome = tune(inputs, quantized=quantized)
+    with claimed(settings.out_dir()):
+        check_storage(storage_url(settings), resume=settings.resume)
+        inputs = load_inputs(settings)
+        check_resume(inputs)
+        quantized = maybe_quantize(settings, inputs)
+        outcome = tune(inputs, quantized=quantized)
     print_outcome(outcome.out, outcome.summary, settings.slo, outcome.confirmation, outcome.headline)
     return outcome.exit_code
