@@ -1,0 +1,146 @@
+"""The model's answers: the levels a measured trial ran, replayed; the short-level capacity search those
+trials ran, replayed with the model as the server; and the steady-state capacity (the highest Poisson rate
+whose SLOs hold once the server has run long enough for its queue to settle)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loadtest.slo import SLO
+from loadtest.workload import Workload
+from perfmodel.config import EngineConfig
+from perfmodel.costs import Costs
+from perfmodel.observed import ObservedTrial
+from perfmodel.outcome import LevelOutcome, Served
+from perfmodel.protocol import SearchTrace, ShortLevelSearch, run_search
+from perfmodel.server import Server
+from perfmodel.traffic import closed_load, poisson_load
+
+STEADY_FIRST_INDEX = 1_000_000  # steady-state levels use prompts no short level sends (no accidental hits)
+
+
+def replay_levels(
+    trial: ObservedTrial, costs: Costs, workload: Workload, slos: tuple[SLO, ...], output_tokens: int | None = None
+) -> list[LevelOutcome]:
+    """The trial's levels in the order it ran them, on one simulated server."""
+    server = Server(trial.engine, costs)
+    out: list[LevelOutcome] = []
+    first_rate = True
+    for lv in trial.levels:
+        if lv.kind == "probe":
+            assert lv.concurrency is not None
+            probe = closed_load(workload, lv.concurrency, lv.requests, trial.seed, output_tokens=output_tokens)
+            out.append(server.run(probe, slos))
+        else:
+            assert lv.rate is not None
+            level = poisson_load(workload, lv.rate, lv.requests, trial.seed, output_tokens=output_tokens)
+            out.append(server.run(level, slos, abandon=not first_rate))
+            first_rate = False
+    return out
+
+
+@dataclass(frozen=True)
+class SearchPrediction:
+    trace: SearchTrace
+    levels: tuple[LevelOutcome, ...]
+
+    @property
+    def best_rate(self) -> float | None:
+        return self.trace.best_rate
+
+
+def predict_search(
+    engine: EngineConfig,
+    costs: Costs,
+    workload: Workload,
+    slos: tuple[SLO, ...],
+    plan: ShortLevelSearch,
+    seed: int,
+    output_tokens: int | None = None,
+) -> SearchPrediction:
+    """What the short-level capacity search would find on this configuration (one simulated server)."""
+    server = Server(engine, costs)
+    outcomes: list[LevelOutcome] = []
+    longest = workload.max_input_tokens + (output_tokens or workload.max_output_tokens)
+    running = max(1, min(engine.max_num_seqs, (engine.num_blocks * engine.block_size) // max(1, longest)))
+
+    def probe(conc: int, n: int) -> float:
+        outcomes.append(server.run(closed_load(workload, conc, n, seed, output_tokens=output_tokens), slos))
+        return outcomes[-1].throughput_req_s
+
+    def level(rate: float, n: int, may_abandon: bool) -> bool:
+        load = poisson_load(workload, rate, n, seed, output_tokens=output_tokens)
+        outcomes.append(server.run(load, slos, abandon=may_abandon))
+        return outcomes[-1].slo_met(slos)
+
+    trace = run_search(plan, running, probe, level)
+    return SearchPrediction(trace, tuple(outcomes))
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """Levels of ``duration_s`` at a constant Poisson rate, each on a fresh server with prompts never sent
+    before; SLOs judged on the requests sent after ``settle_s`` (a queue that grows shows up there)."""
+
+    duration_s: float = 60.0
+    settle_s: float = 20.0
+    rel_tolerance: float = 0.02  # the bisection stops when its bracket is this narrow
+    seed: int = 0
+
+
+def steady_outcome(
+    engine: EngineConfig,
+    costs: Costs,
+    workload: Workload,
+    slos: tuple[SLO, ...],
+    rate: float,
+    how: SteadyState,
+    output_tokens: int | None = None,
+) -> LevelOutcome:
+    """One steady-state level at ``rate``: the requests sent after ``settle_s`` only."""
+    n = max(1, round(rate * how.duration_s))
+    load = poisson_load(workload, rate, n, how.seed, first=STEADY_FIRST_INDEX, output_tokens=output_tokens)
+    full = Server(engine, costs).run(load, slos)
+    start = min(s.sent_s for s in full.served)
+    kept = tuple(s for s in full.served if s.sent_s - start >= how.settle_s)
+    return LevelOutcome(kept or full.served, rate=rate, preemptions=full.preemptions, running_peak=full.running_peak)
+
+
+def steady_capacity(
+    engine: EngineConfig,
+    costs: Costs,
+    workload: Workload,
+    slos: tuple[SLO, ...],
+    how: SteadyState = SteadyState(),
+    output_tokens: int | None = None,
+) -> float:
+    """The highest rate whose steady-state level meets every SLO (0.0 when even a trickle misses)."""
+    conc = max(1, min(engine.max_num_seqs, 4 * 256))
+    sat = Server(engine, costs).run(closed_load(workload, conc, 4 * conc, how.seed, output_tokens=output_tokens))
+    hi = 1.1 * sat.throughput_req_s  # no rate above what the saturated server completes can hold for long
+    lo = 0.0
+    if not _holds(engine, costs, workload, slos, 0.05 * hi, how, output_tokens):
+        return 0.0
+    lo = 0.05 * hi
+    while hi - lo > how.rel_tolerance * hi:
+        mid = (lo + hi) / 2
+        if _holds(engine, costs, workload, slos, mid, how, output_tokens):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _holds(
+    engine: EngineConfig,
+    costs: Costs,
+    workload: Workload,
+    slos: tuple[SLO, ...],
+    rate: float,
+    how: SteadyState,
+    output_tokens: int | None,
+) -> bool:
+    return steady_outcome(engine, costs, workload, slos, rate, how, output_tokens).slo_met(slos)
+
+
+__all__ = ["SearchPrediction", "Served", "SteadyState", "predict_search", "replay_levels", "steady_capacity"]
