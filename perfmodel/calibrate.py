@@ -25,9 +25,21 @@ HUBER = 0.3  # log-ratio beyond which a residual counts linearly (one level's ou
 
 
 @dataclass(frozen=True)
+class Prior:
+    """A belief about one fitted coefficient: log-normal around ``center`` with ``sigma`` in log units."""
+
+    name: str
+    center: float
+    sigma: float
+
+    def penalty(self, costs: Costs) -> float:
+        return (math.log(getattr(costs, self.name) / self.center) / self.sigma) ** 2
+
+
+@dataclass(frozen=True)
 class Fit:
     costs: Costs
-    loss: float
+    loss: float  # the data's robust loss plus the priors' penalties
     residuals: tuple[float, ...]  # log(model / measured) of the fitted quantities, at the optimum
     evaluations: int
 
@@ -89,7 +101,7 @@ def initial_costs(trial: ObservedTrial, base: Costs) -> Costs:
     per_seq = step / 100
     if probe is not None and probe.concurrency and probe.tpot_p95_ms:
         per_seq = 1e-3 * probe.tpot_p95_ms / probe.concurrency
-    return base.with_fitted((step, step / 200, per_seq, step / 3, per_seq / 3))
+    return base.with_fitted((step, base.per_prefill_token_s, per_seq, step / 3, per_seq / 3))
 
 
 def fit(
@@ -100,36 +112,41 @@ def fit(
     *,
     output_tokens: int | None = None,
     max_evaluations: int = 400,
+    warm: bool = False,
+    priors: Sequence[Prior] = (),
 ) -> Fit:
     """Fit ``base``'s FITTED coefficients to ``trials`` of one engine family (the others stay as given); the
-    start is read off the first (the defaults, usually)."""
+    start is read off the first (the defaults, usually), or with ``warm`` is ``base`` itself (a refit after
+    another launch starts from the previous calibration). Nelder–Mead, restarted once from where it stopped
+    (a fresh simplex gets it out of a collapsed one), within ``max_evaluations`` in all."""
     from scipy.optimize import minimize  # lazily: only calibration needs SciPy
 
-    start = initial_costs(trials[0], base)
+    start = base if warm else initial_costs(trials[0], base)
     count = 0
 
     def objective(logs: list[float]) -> float:
         nonlocal count
         count += 1
-        return loss(start.with_fitted([math.exp(x) for x in logs]), trials, workload, slos, output_tokens)[0]
+        costs = start.with_fitted([math.exp(x) for x in logs])
+        return loss(costs, trials, workload, slos, output_tokens)[0] + sum(p.penalty(costs) for p in priors)
 
-    x0 = [math.log(v) for v in start.fitted()]
-    res = minimize(
-        objective,
-        x0,
-        method="Nelder-Mead",
-        options={"maxfev": max_evaluations, "xatol": 0.02, "fatol": 1e-3, "initial_simplex": _simplex(x0)},
-    )
-    costs = start.with_fitted([math.exp(x) for x in res.x])
+    x = [math.log(v) for v in start.fitted()]
+    for factor, share in ((1.5 if warm else 3.0, 2 / 3), (1.5, 1.0)):
+        budget = round(max_evaluations * share) - count
+        if budget <= len(x) + 1:
+            break
+        options = {"maxfev": budget, "xatol": 0.02, "fatol": 1e-3, "initial_simplex": _simplex(x, factor)}
+        x = list(minimize(objective, x, method="Nelder-Mead", options=options).x)
+    costs = start.with_fitted([math.exp(v) for v in x])
     value, res_list = loss(costs, trials, workload, slos, output_tokens)
-    return Fit(costs, value, tuple(res_list), count)
+    return Fit(costs, value + sum(p.penalty(costs) for p in priors), tuple(res_list), count)
 
 
-def _simplex(x0: list[float]) -> list[list[float]]:
-    """A wide first simplex: each coefficient ×3 in turn (the start is only a rough guess)."""
+def _simplex(x0: list[float], factor: float) -> list[list[float]]:
+    """The first simplex: each coefficient × ``factor`` in turn (wide when the start is a rough guess)."""
     out = [list(x0)]
     for i in range(len(x0)):
         x = list(x0)
-        x[i] += math.log(3.0)
+        x[i] += math.log(factor)
         out.append(x)
     return out

@@ -48,6 +48,12 @@ class SearchPrediction:
     def best_rate(self) -> float | None:
         return self.trace.best_rate
 
+    def goodput_req_s(self, slos: tuple[SLO, ...]) -> float:
+        """Goodput at the best rate (0 when no rate met the SLO), as the tuner records it."""
+        best = self.best_rate
+        at = [o for s, o in zip(self.trace.steps, self.levels, strict=True) if s.kind == "rate" and s.rate == best]
+        return at[-1].goodput_req_s(slos) if at and best is not None else 0.0
+
 
 def predict_search(
     engine: EngineConfig,
@@ -111,10 +117,11 @@ def steady_capacity(
     costs: Costs,
     workload: Workload,
     slos: tuple[SLO, ...],
-    how: SteadyState = SteadyState(),
+    how: SteadyState | None = None,
     output_tokens: int | None = None,
 ) -> float:
     """The highest rate whose steady-state level meets every SLO (0.0 when even a trickle misses)."""
+    how = how or SteadyState()
     conc = max(1, min(engine.max_num_seqs, 4 * 256))
     sat = Server(engine, costs).run(closed_load(workload, conc, 4 * conc, how.seed, output_tokens=output_tokens))
     hi = 1.1 * sat.throughput_req_s  # no rate above what the saturated server completes can hold for long

@@ -31,6 +31,7 @@ class Step:
     first: tuple[int, ...]  # requests whose first token came out of this step
     done: tuple[int, ...]  # requests that finished in this step
     tokens: int  # tokens emitted (streamed) by this step
+    seqs: int  # sequences the step ran (vLLM's num_requests_running while it ran)
 
 
 class Engine:
@@ -163,7 +164,7 @@ class Engine:
                 done.append(rid)
             else:
                 self._enter_decode(rid)
-        return Step(duration, tuple(first), tuple(done), emitted)
+        return Step(duration, tuple(first), tuple(done), emitted, n_dec + len(chunks))
 
     def abort(self, rids: set[int]) -> None:
         """Drop requests (the client gave up on them): waiting ones leave the queue, running ones free their

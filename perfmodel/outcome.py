@@ -44,7 +44,7 @@ class LevelOutcome:
     abandoned: bool = False  # stopped once its SLO was certainly lost (as the tuner's levels do)
     preemptions: int = 0
     prefix_hit_rate: float | None = None  # None without prefix caching
-    running_peak: int = 0
+    running_peak: int = 0  # the most sequences one step ran
 
     def samples(self, metric: str) -> list[float]:
         return sorted(v for s in self.served if (v := s.latency_ms(metric)) is not None)

@@ -77,7 +77,7 @@ class Server:
             if step is None:  # requests that can never be scheduled (cannot happen within the budget)
                 raise RuntimeError("the simulated engine holds requests it can never schedule")
             end = self.now + step.duration_s
-            peak = max(peak, len(eng.running))
+            peak = max(peak, step.seqs)
             self._front_in(level, end)  # requests that arrived during the step queue before its output
             self.front_free = max(self.front_free, end) + self.costs.per_token_s * step.tokens
             for rid in step.first:
