@@ -34,6 +34,7 @@ from loadtest.slo import parse_slos  # noqa: E402
 from loadtest.workload import load_workload  # noqa: E402
 from perfmodel.observed import ObservedTrial, observe  # noqa: E402
 from perfmodel.rank import Calibration, Candidate, Check, calibrate, predict  # noqa: E402
+from perfmodel.traffic import Demand  # noqa: E402
 from tuner.gpu import GPUProfile  # noqa: E402
 from tuner.model_spec import ModelSpec  # noqa: E402
 from tuner.synthetic import shape_config  # noqa: E402
@@ -82,18 +83,19 @@ def study_inputs(study: Study) -> tuple:
     workload, slos = load_workload(study.workload), parse_slos(study.slo)
     gpu, spec = GPUProfile.load(study.gpu), ModelSpec.from_config(shape_config(study.shape))
     results = trial_results(study)
-    observed = {r.number: observe(r, study.plan, load_seed(workload, r)) for r in results}
-    return workload, slos, gpu, spec, results, observed
+    demand = Demand(workload, slos)
+    observed = {r.number: observe(r, demand, study.plan, load_seed(workload, r)) for r in results}
+    return demand, gpu, spec, results, observed
 
 
 def predict_all(
-    study: Study, cal: Calibration, results: list[TrialResult], observed: dict[int, ObservedTrial], workload, slos
+    study: Study, cal: Calibration, results: list[TrialResult], observed: dict[int, ObservedTrial]
 ) -> list[Row]:
     rows = []
     for r in results:
         obs = observed[r.number]
         t0 = time.monotonic()
-        p = predict(Candidate(obs.config, obs.engine), cal, workload, slos, study.plan, seed=obs.seed)
+        p = predict(Candidate(obs.config, obs.engine), cal, obs.demand, study.plan, seed=obs.seed)
         secs = time.monotonic() - t0
         role = "calibration" if r.number in cal.trials else "predicted"
         if p.unseen:
@@ -153,12 +155,12 @@ def repeats(results: list[TrialResult]) -> list[str]:
 
 def run_study(study: Study, evaluations: int, lines: list[str]) -> tuple[list[Row], Calibration, tuple]:
     inputs = study_inputs(study)
-    workload, slos, gpu, spec, results, observed = inputs
+    _, gpu, spec, results, observed = inputs
     base = next(r for r in results if r.is_baseline)
     t0 = time.monotonic()
-    cal = calibrate([observed[base.number]], workload, slos, spec, gpu, max_evaluations=evaluations)
+    cal = calibrate([observed[base.number]], spec, gpu, max_evaluations=evaluations)
     cal_s = time.monotonic() - t0
-    rows = predict_all(study, cal, results, observed, workload, slos)
+    rows = predict_all(study, cal, results, observed)
     checks = [
         Check(r.trial, r.predicted_req_s, r.measured_req_s)
         for r in rows
@@ -192,8 +194,8 @@ def run_study(study: Study, evaluations: int, lines: list[str]) -> tuple[list[Ro
 def cross_study(h200: tuple[Calibration, tuple], a30: tuple, study: Study, lines: list[str]) -> list[Row]:
     """The A30-memory study predicted from the native study's defaults: same H200, same vLLM."""
     cal, _ = h200
-    workload, slos, _, _, results, observed = a30
-    rows = predict_all(study, cal, results, observed, workload, slos)
+    _, _, _, results, observed = a30
+    rows = predict_all(study, cal, results, observed)
     rows = [
         Row(
             "a30-from-h200-defaults",
@@ -221,28 +223,25 @@ def cross_study(h200: tuple[Calibration, tuple], a30: tuple, study: Study, lines
 
 
 def pooled(machine: str, done: dict[str, tuple[Calibration, tuple]], evaluations: int, lines: list[str]) -> list[Row]:
-    """One calibration on the defaults of every chat study of the machine (one engine family: same GPU,
-    vLLM and weights), predicting all their configurations: what a calibration kept across studies gives."""
-    chosen = [s for s in STUDIES if s.machine == machine and s.workload == "chat" and s.folder in done]
+    """One calibration on the defaults of every study of the machine (one engine family: same GPU, vLLM and
+    weights; chat and longdoc alike), predicting all their configurations: a calibration kept across studies."""
+    chosen = [s for s in STUDIES if s.machine == machine and s.folder in done]
     if len(chosen) < 2:
         return []
-    workload, slos, gpu, spec, _, _ = done[chosen[0].folder][1]
+    _, gpu, spec, _, _ = done[chosen[0].folder][1]
     bases = []
     for s in chosen:
-        results, observed = done[s.folder][1][4], done[s.folder][1][5]
+        _, _, _, results, observed = done[s.folder][1]
         bases.append(observed[next(r for r in results if r.is_baseline).number])
     t0 = time.monotonic()
-    cal = calibrate(bases, workload, slos, spec, gpu, max_evaluations=evaluations)
+    cal = calibrate(bases, spec, gpu, max_evaluations=evaluations)
     secs = time.monotonic() - t0
     rows: list[Row] = []
     for s in chosen:
-        _, _, _, _, results, observed = done[s.folder][1]
-        for r in predict_all(s, cal, results, observed, workload, slos):
-            role = (
-                "calibration"
-                if r.role == "calibration" or next(res for res in results if res.number == r.trial).is_baseline
-                else r.role
-            )
+        _, _, _, results, observed = done[s.folder][1]
+        baselines = {r.number for r in results if r.is_baseline}
+        for r in predict_all(s, cal, results, observed):
+            role = "calibration" if r.trial in baselines else r.role
             rows.append(
                 Row(
                     f"{machine.lower()}-pooled:{s.folder}",
@@ -258,8 +257,9 @@ def pooled(machine: str, done: dict[str, tuple[Calibration, tuple]], evaluations
                 )
             )
     lines.append(
-        f"## {machine}: one calibration on the defaults of {', '.join(s.folder for s in chosen)} "
-        f"({secs:.0f} s), every other configuration of those studies predicted"
+        f"## {machine}: one calibration on the defaults of all {len(chosen)} studies ({secs:.0f} s; costs "
+        f"{json.dumps({k: float(f'{v:.3g}') for k, v in cal.costs.to_dict().items()})}), every other "
+        "configuration of those studies predicted"
     )
     lines.append("  same family, same KV dtype:  " + stats([r for r in rows if r.role == "predicted"]))
     lines.append(
@@ -274,7 +274,7 @@ def across_studies(machine: str, done: dict[str, tuple[Calibration, tuple]], lin
     for folder, (_, inputs) in done.items():
         if next(s for s in STUDIES if s.folder == folder).machine != machine:
             continue
-        for r in inputs[4]:
+        for r in inputs[3]:
             if r.best_rate:
                 seen.setdefault(describe(r), []).append((folder, r.number, r.best_rate))
     for conf, where in seen.items():

@@ -14,8 +14,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loadtest.slo import SLO
-from loadtest.workload import Workload
 from perfmodel.capacity import replay_levels
 from perfmodel.costs import Costs
 from perfmodel.observed import ObservedTrial
@@ -44,7 +42,7 @@ class Fit:
     evaluations: int
 
 
-def residuals(trial: ObservedTrial, outcomes: list[LevelOutcome], slos: tuple[SLO, ...]) -> list[float]:
+def residuals(trial: ObservedTrial, outcomes: list[LevelOutcome]) -> list[float]:
     """log(model / measured) per quantity; for a level that missed its SLO but the model's met it, how far
     the model's level is from missing (0 when it misses too)."""
     out: list[float] = []
@@ -54,7 +52,7 @@ def residuals(trial: ObservedTrial, outcomes: list[LevelOutcome], slos: tuple[SL
             out.append(_log_ratio(sim.value("ttft", 95), lv.ttft_p95_ms))
             out.append(_log_ratio(sim.value("tpot", 95), lv.tpot_p95_ms))
         else:
-            excess = max((sim.slo_value(s) or math.inf) / s.limit_ms for s in slos)
+            excess = max((sim.slo_value(s) or math.inf) / s.limit_ms for s in trial.demand.slos)
             out.append(min(0.0, math.log(excess)) if excess > 0 else -5.0)
     best = trial.best
     if best is not None and trial.best_rate is not None:
@@ -79,16 +77,10 @@ def _huber(r: float) -> float:
     return a * a if a <= HUBER else HUBER * (2 * a - HUBER)
 
 
-def loss(
-    costs: Costs,
-    trials: Sequence[ObservedTrial],
-    workload: Workload,
-    slos: tuple[SLO, ...],
-    output_tokens: int | None = None,
-) -> tuple[float, list[float]]:
+def loss(costs: Costs, trials: Sequence[ObservedTrial]) -> tuple[float, list[float]]:
     res: list[float] = []
     for trial in trials:
-        res += residuals(trial, replay_levels(trial, costs, workload, slos, output_tokens), slos)
+        res += residuals(trial, replay_levels(trial, costs))
     return sum(_huber(r) for r in res), res
 
 
@@ -106,11 +98,8 @@ def initial_costs(trial: ObservedTrial, base: Costs) -> Costs:
 
 def fit(
     trials: Sequence[ObservedTrial],
-    workload: Workload,
-    slos: tuple[SLO, ...],
     base: Costs,
     *,
-    output_tokens: int | None = None,
     max_evaluations: int = 400,
     warm: bool = False,
     priors: Sequence[Prior] = (),
@@ -128,7 +117,7 @@ def fit(
         nonlocal count
         count += 1
         costs = start.with_fitted([math.exp(x) for x in logs])
-        return loss(costs, trials, workload, slos, output_tokens)[0] + sum(p.penalty(costs) for p in priors)
+        return loss(costs, trials)[0] + sum(p.penalty(costs) for p in priors)
 
     x = [math.log(v) for v in start.fitted()]
     for factor, share in ((1.5 if warm else 3.0, 2 / 3), (1.5, 1.0)):
@@ -138,7 +127,7 @@ def fit(
         options = {"maxfev": budget, "xatol": 0.02, "fatol": 1e-3, "initial_simplex": _simplex(x, factor)}
         x = list(minimize(objective, x, method="Nelder-Mead", options=options).x)
     costs = start.with_fitted([math.exp(v) for v in x])
-    value, res_list = loss(costs, trials, workload, slos, output_tokens)
+    value, res_list = loss(costs, trials)
     return Fit(costs, value + sum(p.penalty(costs) for p in priors), tuple(res_list), count)
 
 

@@ -7,34 +7,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loadtest.slo import SLO
-from loadtest.workload import Workload
 from perfmodel.config import EngineConfig
 from perfmodel.costs import Costs
 from perfmodel.observed import ObservedTrial
 from perfmodel.outcome import LevelOutcome, Served
 from perfmodel.protocol import SearchTrace, ShortLevelSearch, run_search
 from perfmodel.server import Server
-from perfmodel.traffic import closed_load, poisson_load
+from perfmodel.traffic import Demand
 
 STEADY_FIRST_INDEX = 1_000_000  # steady-state levels use prompts no short level sends (no accidental hits)
 
 
-def replay_levels(
-    trial: ObservedTrial, costs: Costs, workload: Workload, slos: tuple[SLO, ...], output_tokens: int | None = None
-) -> list[LevelOutcome]:
+def replay_levels(trial: ObservedTrial, costs: Costs) -> list[LevelOutcome]:
     """The trial's levels in the order it ran them, on one simulated server."""
     server = Server(trial.engine, costs)
+    demand = trial.demand
     out: list[LevelOutcome] = []
     first_rate = True
     for lv in trial.levels:
         if lv.kind == "probe":
             assert lv.concurrency is not None
-            probe = closed_load(workload, lv.concurrency, lv.requests, trial.seed, output_tokens=output_tokens)
-            out.append(server.run(probe, slos))
+            out.append(server.run(demand.closed_level(lv.concurrency, lv.requests, trial.seed), demand.slos))
         else:
             assert lv.rate is not None
-            level = poisson_load(workload, lv.rate, lv.requests, trial.seed, output_tokens=output_tokens)
-            out.append(server.run(level, slos, abandon=not first_rate))
+            level = demand.open_level(lv.rate, lv.requests, trial.seed)
+            out.append(server.run(level, demand.slos, abandon=not first_rate))
             first_rate = False
     return out
 
@@ -56,27 +53,20 @@ class SearchPrediction:
 
 
 def predict_search(
-    engine: EngineConfig,
-    costs: Costs,
-    workload: Workload,
-    slos: tuple[SLO, ...],
-    plan: ShortLevelSearch,
-    seed: int,
-    output_tokens: int | None = None,
+    engine: EngineConfig, costs: Costs, demand: Demand, plan: ShortLevelSearch, seed: int
 ) -> SearchPrediction:
     """What the short-level capacity search would find on this configuration (one simulated server)."""
     server = Server(engine, costs)
     outcomes: list[LevelOutcome] = []
-    longest = workload.max_input_tokens + (output_tokens or workload.max_output_tokens)
-    running = max(1, min(engine.max_num_seqs, (engine.num_blocks * engine.block_size) // max(1, longest)))
+    slos = demand.slos
+    running = max(1, min(engine.max_num_seqs, engine.num_blocks * engine.block_size // demand.longest_request))
 
     def probe(conc: int, n: int) -> float:
-        outcomes.append(server.run(closed_load(workload, conc, n, seed, output_tokens=output_tokens), slos))
+        outcomes.append(server.run(demand.closed_level(conc, n, seed), slos))
         return outcomes[-1].throughput_req_s
 
     def level(rate: float, n: int, may_abandon: bool) -> bool:
-        load = poisson_load(workload, rate, n, seed, output_tokens=output_tokens)
-        outcomes.append(server.run(load, slos, abandon=may_abandon))
+        outcomes.append(server.run(demand.open_level(rate, n, seed), slos, abandon=may_abandon))
         return outcomes[-1].slo_met(slos)
 
     trace = run_search(plan, running, probe, level)
@@ -94,60 +84,31 @@ class SteadyState:
     seed: int = 0
 
 
-def steady_outcome(
-    engine: EngineConfig,
-    costs: Costs,
-    workload: Workload,
-    slos: tuple[SLO, ...],
-    rate: float,
-    how: SteadyState,
-    output_tokens: int | None = None,
-) -> LevelOutcome:
+def steady_outcome(engine: EngineConfig, costs: Costs, demand: Demand, rate: float, how: SteadyState) -> LevelOutcome:
     """One steady-state level at ``rate``: the requests sent after ``settle_s`` only."""
     n = max(1, round(rate * how.duration_s))
-    load = poisson_load(workload, rate, n, how.seed, first=STEADY_FIRST_INDEX, output_tokens=output_tokens)
-    full = Server(engine, costs).run(load, slos)
+    full = Server(engine, costs).run(demand.open_level(rate, n, how.seed, first=STEADY_FIRST_INDEX), demand.slos)
     start = min(s.sent_s for s in full.served)
     kept = tuple(s for s in full.served if s.sent_s - start >= how.settle_s)
     return LevelOutcome(kept or full.served, rate=rate, preemptions=full.preemptions, running_peak=full.running_peak)
 
 
-def steady_capacity(
-    engine: EngineConfig,
-    costs: Costs,
-    workload: Workload,
-    slos: tuple[SLO, ...],
-    how: SteadyState | None = None,
-    output_tokens: int | None = None,
-) -> float:
+def steady_capacity(engine: EngineConfig, costs: Costs, demand: Demand, how: SteadyState | None = None) -> float:
     """The highest rate whose steady-state level meets every SLO (0.0 when even a trickle misses)."""
     how = how or SteadyState()
-    conc = max(1, min(engine.max_num_seqs, 4 * 256))
-    sat = Server(engine, costs).run(closed_load(workload, conc, 4 * conc, how.seed, output_tokens=output_tokens))
+    conc = max(1, min(engine.max_num_seqs, 1024))
+    sat = Server(engine, costs).run(demand.closed_level(conc, 4 * conc, how.seed))
     hi = 1.1 * sat.throughput_req_s  # no rate above what the saturated server completes can hold for long
-    lo = 0.0
-    if not _holds(engine, costs, workload, slos, 0.05 * hi, how, output_tokens):
-        return 0.0
     lo = 0.05 * hi
+    if not steady_outcome(engine, costs, demand, lo, how).slo_met(demand.slos):
+        return 0.0
     while hi - lo > how.rel_tolerance * hi:
         mid = (lo + hi) / 2
-        if _holds(engine, costs, workload, slos, mid, how, output_tokens):
+        if steady_outcome(engine, costs, demand, mid, how).slo_met(demand.slos):
             lo = mid
         else:
             hi = mid
     return lo
-
-
-def _holds(
-    engine: EngineConfig,
-    costs: Costs,
-    workload: Workload,
-    slos: tuple[SLO, ...],
-    rate: float,
-    how: SteadyState,
-    output_tokens: int | None,
-) -> bool:
-    return steady_outcome(engine, costs, workload, slos, rate, how, output_tokens).slo_met(slos)
 
 
 __all__ = ["SearchPrediction", "Served", "SteadyState", "predict_search", "replay_levels", "steady_capacity"]

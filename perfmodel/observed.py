@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfmodel.config import EngineConfig
 from perfmodel.protocol import ShortLevelSearch
+from perfmodel.traffic import Demand
 
 if TYPE_CHECKING:
     from launch.config import ServeConfig
@@ -30,6 +31,7 @@ class ObservedLevel:
 @dataclass(frozen=True)
 class ObservedTrial:
     number: int
+    demand: Demand  # the workload and SLOs it was measured with
     config: ServeConfig  # what was launched
     engine: EngineConfig
     seed: int  # the load generator's seed for every level of the trial
@@ -39,7 +41,9 @@ class ObservedTrial:
     best: dict[str, Any] | None  # the loadtest report at best_rate (percentiles, server metrics)
 
 
-def observe(result: TrialResult, plan: ShortLevelSearch, seed: int, *, readback: bool = True) -> ObservedTrial:
+def observe(
+    result: TrialResult, demand: Demand, plan: ShortLevelSearch, seed: int, *, readback: bool = True
+) -> ObservedTrial:
     """``readback``: the KV blocks vLLM reported (what the server had), else the budget's prediction."""
     config = result.launched or result.config
     if result.budget is None:
@@ -48,7 +52,7 @@ def observe(result: TrialResult, plan: ShortLevelSearch, seed: int, *, readback:
     engine = EngineConfig.from_budget_dict(config, result.budget, blocks)
     levels = tuple(_level(d, plan) for d in result.levels)
     return ObservedTrial(
-        result.number, config, engine, seed, levels, result.best_rate, result.goodput_req_s, result.report
+        result.number, demand, config, engine, seed, levels, result.best_rate, result.goodput_req_s, result.report
     )
 
 

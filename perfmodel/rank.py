@@ -1,8 +1,9 @@
 """The entry point for the search: calibrate an engine family on launched trials, then rank candidates by
 predicted capacity, each with the error the model has shown so far and a flag where it cannot predict.
 
-    cal = calibrate([observe(baseline, plan, seed)], workload, slos, spec, gpu)
-    for p in rank([Candidate.of(cfg, budget) for cfg, budget in ...], cal, workload, slos):
+    demand = Demand(workload, slos)
+    cal = calibrate([observe(baseline, demand, plan, seed)], spec, gpu)
+    for p in rank([Candidate.of(cfg, budget) for cfg, budget in ...], cal, demand):
         p.capacity_req_s, p.demonstrated_error, p.extrapolated, p.unseen
 
 A candidate of another engine family (other weights, speculative decoding on or off, another tensor
@@ -17,8 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from loadtest.slo import SLO
-from loadtest.workload import Workload
 from perfmodel.calibrate import Prior, fit
 from perfmodel.capacity import SteadyState, predict_search, steady_capacity
 from perfmodel.config import EngineConfig
@@ -26,6 +25,7 @@ from perfmodel.costs import Costs
 from perfmodel.family import Family, family_of, kv_dtype_of
 from perfmodel.observed import ObservedTrial
 from perfmodel.protocol import ShortLevelSearch
+from perfmodel.traffic import Demand
 
 # prefill runs its matmuls at about half the dense peak (fits where prompts miss the cache, H200 and the
 # 2-core CPU: docs/perfmodel.md); the prior keeps a calibration whose prompts mostly hit the cache near it
@@ -118,16 +118,14 @@ def physical_costs(spec: ModelSpec, gpu: GPUProfile, family: Family) -> Costs:
 
 def calibrate(
     trials: Sequence[ObservedTrial],
-    workload: Workload,
-    slos: tuple[SLO, ...],
     spec: ModelSpec,
     gpu: GPUProfile,
     *,
-    output_tokens: int | None = None,
     max_evaluations: int = 300,
     previous: Calibration | None = None,
 ) -> Calibration:
-    """Fit one engine family's costs to ``trials`` (all of that family; the defaults first). ``previous``:
+    """Fit one engine family's costs to ``trials`` (all of that family, under any workloads; the defaults
+    first). ``previous``:
     the calibration before the latest launch; the refit starts from it and keeps its checks."""
     if not trials:
         raise ValueError("calibrate needs at least one measured trial (the defaults)")
@@ -142,10 +140,7 @@ def calibrate(
     prior = Prior("per_prefill_token_s", physical.per_prefill_token_s, PREFILL_PRIOR_SIGMA)
     result = fit(
         trials,
-        workload,
-        slos,
         base,
-        output_tokens=output_tokens,
         max_evaluations=max_evaluations,
         warm=previous is not None,
         priors=(prior,),
@@ -178,12 +173,10 @@ class Prediction:
 def predict(
     candidate: Candidate,
     cal: Calibration,
-    workload: Workload,
-    slos: tuple[SLO, ...],
+    demand: Demand,
     how: SteadyState | ShortLevelSearch = STEADY,
     *,
     seed: int = 0,
-    output_tokens: int | None = None,
 ) -> Prediction:
     """One candidate's capacity: steady state by default, or what the short-level search would find."""
     fam = family_of(candidate.config)
@@ -193,23 +186,21 @@ def predict(
     kv = kv_dtype_of(candidate.config)
     extra = None if kv in cal.kv_dtypes else f"kv_cache_dtype {kv} not measured: its KV reads scaled by bytes"
     if isinstance(how, ShortLevelSearch):
-        found = predict_search(candidate.engine, cal.costs, workload, slos, how, seed, output_tokens)
-        cap, good = found.best_rate or 0.0, found.goodput_req_s(slos)
+        found = predict_search(candidate.engine, cal.costs, demand, how, seed)
+        cap, good = found.best_rate or 0.0, found.goodput_req_s(demand.slos)
     else:
-        cap = good = steady_capacity(candidate.engine, cal.costs, workload, slos, how, output_tokens)
+        cap = good = steady_capacity(candidate.engine, cal.costs, demand, how)
     return Prediction(candidate.config, cap, good, cal.demonstrated_error, extrapolated=extra)
 
 
 def rank(
     candidates: Sequence[Candidate],
     cal: Calibration,
-    workload: Workload,
-    slos: tuple[SLO, ...],
+    demand: Demand,
     how: SteadyState | ShortLevelSearch = STEADY,
     *,
     seed: int = 0,
-    output_tokens: int | None = None,
 ) -> list[Prediction]:
     """Every candidate's prediction, highest predicted capacity first; the unpredictable ones last."""
-    preds = [predict(c, cal, workload, slos, how, seed=seed, output_tokens=output_tokens) for c in candidates]
+    preds = [predict(c, cal, demand, how, seed=seed) for c in candidates]
     return sorted(preds, key=lambda p: (p.capacity_req_s is None, -(p.capacity_req_s or 0.0)))

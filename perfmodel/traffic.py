@@ -13,9 +13,30 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from loadtest import arrivals
+from loadtest.slo import SLO
 from loadtest.workload import DEFAULT_REPLAY_OUTPUT, Workload
 
 CHARS_PER_TOKEN = 4  # replayed text without token counts: a typical BPE ratio (an estimate)
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What is asked of a server: the workload's requests (``output_tokens`` overrides their answers' length,
+    as ``tune --output-tokens`` does) under the SLOs."""
+
+    workload: Workload
+    slos: tuple[SLO, ...]
+    output_tokens: int | None = None
+
+    def open_level(self, rate: float, count: int, seed: int, first: int = 0) -> OpenLoad:
+        return poisson_load(self.workload, rate, count, seed, first=first, output_tokens=self.output_tokens)
+
+    def closed_level(self, concurrency: int, count: int, seed: int) -> ClosedLoad:
+        return closed_load(self.workload, concurrency, count, seed, output_tokens=self.output_tokens)
+
+    @property
+    def longest_request(self) -> int:
+        return self.workload.max_input_tokens + (self.output_tokens or self.workload.max_output_tokens)
 
 
 @dataclass(frozen=True)

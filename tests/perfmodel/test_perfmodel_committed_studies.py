@@ -15,6 +15,7 @@ from perfmodel_studies import STUDIES, load_seed, trial_results  # noqa: E402
 from loadtest.workload import load_workload  # noqa: E402
 from perfmodel.observed import observe  # noqa: E402
 from perfmodel.protocol import run_search  # noqa: E402
+from perfmodel.traffic import Demand  # noqa: E402
 
 
 def running(study, result, workload) -> int:
@@ -48,5 +49,5 @@ def test_the_plan_replays_every_recorded_search(study):
         rep = r.report
         if r.best_rate is not None:
             assert rep["requests_ok"] + rep["requests_failed"] == study.plan.level_requests(r.best_rate)
-        obs = observe(r, study.plan, load_seed(workload, r))
+        obs = observe(r, Demand(workload, ()), study.plan, load_seed(workload, r))
         assert [lv.rate for lv in obs.levels] == [d["rate"] for d in r.levels]
