@@ -22,7 +22,7 @@ import json
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -84,8 +84,17 @@ def study_inputs(study: Study) -> tuple:
     gpu, spec = GPUProfile.load(study.gpu), ModelSpec.from_config(shape_config(study.shape))
     results = trial_results(study)
     demand = Demand(workload, slos)
-    observed = {r.number: observe(r, demand, study.plan, load_seed(workload, r)) for r in results}
+    observed = {}
+    for r in results:
+        obs = observe(r, demand, study.plan, load_seed(workload, r))
+        observed[r.number] = replace(obs, config=replace(obs.config, model=weights_name(obs.config.model, study)))
     return demand, gpu, spec, results, observed
+
+
+def weights_name(path: str, study: Study) -> str:
+    """The studies served synthetic models of one shape from different folders (/tmp/sf/model, /tmp/svg6-model,
+    /tmp/models/llama-3-8b): the engine family is named by the shape, the 4-bit variant apart."""
+    return study.shape + ("-w4a16" if "w4a16" in Path(path).name else "")
 
 
 def predict_all(

@@ -16,6 +16,7 @@ from loadtest import arrivals
 from loadtest.slo import SLO
 from loadtest.workload import DEFAULT_REPLAY_OUTPUT, Workload
 
+PREDICTED_METRICS = ("ttft", "tpot", "e2e")  # per-token ITL percentiles are not modelled
 CHARS_PER_TOKEN = 4  # replayed text without token counts: a typical BPE ratio (an estimate)
 
 
@@ -27,6 +28,14 @@ class Demand:
     workload: Workload
     slos: tuple[SLO, ...]
     output_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        itl = [str(s) for s in self.slos if s.metric not in PREDICTED_METRICS]
+        if itl:
+            raise ValueError(
+                f"the performance model predicts ttft, tpot and e2e percentiles, not {', '.join(itl)}: "
+                "measure such an SLO, or state it as a tpot SLO"
+            )
 
     def open_level(self, rate: float, count: int, seed: int, first: int = 0) -> OpenLoad:
         return poisson_load(self.workload, rate, count, seed, first=first, output_tokens=self.output_tokens)

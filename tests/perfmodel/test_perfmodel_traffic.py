@@ -7,8 +7,9 @@ import pytest
 
 from loadtest import arrivals
 from loadtest.prompts import PromptFactory
+from loadtest.slo import parse_slos
 from loadtest.workload import load_workload
-from perfmodel.traffic import closed_load, poisson_load, requests_of, trace_load
+from perfmodel.traffic import Demand, closed_load, poisson_load, requests_of, trace_load
 
 
 @pytest.mark.parametrize("name", ["chat", "code", "longdoc"])
@@ -45,3 +46,8 @@ def test_a_trace_keeps_its_order_and_lengths():
     load = trace_load([(0.5, 100, 10), (0.0, 200, 20)])
     assert load.offsets_s == (0.0, 0.5)
     assert [(r.prompt_tokens, r.output_tokens) for r in load.requests] == [(200, 20), (100, 10)]
+
+
+def test_an_itl_slo_is_refused_by_name():
+    with pytest.raises(ValueError, match="itl_p99"):
+        Demand(load_workload("chat"), parse_slos("ttft_p95=2s,itl_p99=80ms"))
