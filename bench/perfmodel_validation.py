@@ -20,6 +20,7 @@ import argparse
 import csv
 import json
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -302,9 +303,10 @@ def main() -> int:
     ap.add_argument("--evaluations", type=int, default=300, help="objective evaluations per calibration")
     args = ap.parse_args()
     chosen = [s for s in STUDIES if not args.study or s.folder in args.study]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     lines = [
-        f"# perfmodel offline validation ({time.strftime('%Y-%m-%d %H:%M')}; "
-        f"python {' '.join(sys.argv[1:]) or 'bench/perfmodel_validation.py'})"
+        f"# perfmodel offline validation, {time.strftime('%Y-%m-%d %H:%M')}, commit {commit.strip() or '?'}: "
+        f"python bench/perfmodel_validation.py {' '.join(sys.argv[1:])}".rstrip()
     ]
     rows: list[Row] = []
     done: dict[str, tuple[Calibration, tuple]] = {}
