@@ -33,6 +33,7 @@ from perfmodel_studies import ROOT, STUDIES, Study, load_seed, trial_results  # 
 
 from loadtest.slo import parse_slos  # noqa: E402
 from loadtest.workload import load_workload  # noqa: E402
+from perfmodel.capacity import steady_capacity  # noqa: E402
 from perfmodel.observed import ObservedTrial, observe  # noqa: E402
 from perfmodel.rank import Calibration, Candidate, Check, calibrate, predict  # noqa: E402
 from perfmodel.traffic import Demand  # noqa: E402
@@ -197,6 +198,13 @@ def run_study(study: Study, evaluations: int, lines: list[str]) -> tuple[list[Ro
     lines.append(f"  not predicted (another engine family): {len(unseen)} trial(s) {[r.trial for r in unseen]}")
     secs = [r.seconds for r in rows if r.role != "not predicted"]
     lines.append(f"  prediction time per configuration: median {statistics.median(secs):.2f} s, max {max(secs):.2f} s")
+    t0 = time.monotonic()
+    base_obs = observed[base.number]
+    steady = steady_capacity(base_obs.engine, cal.costs, base_obs.demand)
+    lines.append(
+        f"  steady-state capacity of the defaults (rank()'s default question; nothing measured to compare yet): "
+        f"{steady:.1f} req/s, in {time.monotonic() - t0:.2f} s"
+    )
     lines += repeats(results)
     return rows, cal, inputs
 
