@@ -28,4 +28,4 @@ test-fast: install
 	$(VENV)/bin/python -m pytest -q -m "not vllm and not postgres"
 
 lint:
-	$(VENV)/bin/ruff check . && $(VENV)/bin/mypy tuner launch loadtest
+	$(VENV)/bin/ruff check . && $(VENV)/bin/mypy tuner launch loadtest perfmodel
