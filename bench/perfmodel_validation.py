@@ -342,49 +342,32 @@ def main() -> int:
             + stats([r for r in pooled_rows if r.role in ("predicted", "extrapolated")])
         )
     out = Path(args.out)
+    write_outputs(out, lines, rows, done)
+    print("\n".join(lines[-8:]))
+    print(f"written: {out}/summary.txt, predictions.csv, calibrations.json")
+    return 0
+
+
+CSV_COLUMNS = (
+    "study,trial,role,config,measured_capacity_req_s,predicted_capacity_req_s,capacity_error,"
+    "measured_goodput_req_s,predicted_goodput_req_s,goodput_error,predict_seconds,note"
+).split(",")
+
+
+def write_outputs(out: Path, lines: list[str], rows: list[Row], done: dict[str, tuple[Calibration, tuple]]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.txt").write_text("\n".join(lines) + "\n")
     with open(out / "predictions.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(
-            [
-                "study",
-                "trial",
-                "role",
-                "config",
-                "measured_capacity_req_s",
-                "predicted_capacity_req_s",
-                "capacity_error",
-                "measured_goodput_req_s",
-                "predicted_goodput_req_s",
-                "goodput_error",
-                "predict_seconds",
-                "note",
-            ]
-        )
+        w.writerow(CSV_COLUMNS)
         for r in rows:
             w.writerow(
-                [
-                    r.study,
-                    r.trial,
-                    r.role,
-                    r.config,
-                    _num(r.measured_req_s),
-                    _num(r.predicted_req_s),
-                    _num(r.error),
-                    _num(r.measured_goodput),
-                    _num(r.predicted_goodput),
-                    _num(r.goodput_error),
-                    f"{r.seconds:.2f}",
-                    r.note,
-                ]
+                [r.study, r.trial, r.role, r.config]
+                + [_num(x) for x in (r.measured_req_s, r.predicted_req_s, r.error)]
+                + [_num(x) for x in (r.measured_goodput, r.predicted_goodput, r.goodput_error)]
+                + [f"{r.seconds:.2f}", r.note]
             )
-    (out / "calibrations.json").write_text(
-        json.dumps({k: cal.to_dict() for k, (cal, _) in done.items()}, indent=1) + "\n"
-    )
-    print("\n".join(lines[-8:]))
-    print(f"written: {out}/summary.txt, predictions.csv, calibrations.json")
-    return 0
+    (out / "calibrations.json").write_text(json.dumps({k: c.to_dict() for k, (c, _) in done.items()}, indent=1) + "\n")
 
 
 def _num(x: float | None) -> str:
