@@ -27,8 +27,9 @@ from perfmodel.observed import ObservedTrial
 from perfmodel.protocol import ShortLevelSearch
 from perfmodel.traffic import Demand
 
-# prefill runs its matmuls at about half the dense peak (fits where prompts miss the cache, H200 and the
-# 2-core CPU: docs/perfmodel.md); the prior keeps a calibration whose prompts mostly hit the cache near it
+# prefill runs its matmuls at about half the dense peak (0.46–0.59 fitted where the defaults' prompts miss the
+# cache, H200 and the 2-core CPU: docs/perfmodel.md); the prior keeps a calibration whose prompts mostly hit
+# the cache (the native H200 studies: 96 %) near it
 PREFILL_MFU = 0.5
 PREFILL_PRIOR_SIGMA = math.log(2.0)  # a factor of 2 either way costs as much as one level's p95 off by ~×2
 STEADY = SteadyState()  # the default question: capacity once the server has run long enough to settle
