@@ -73,8 +73,9 @@ def main() -> int:
     args = ap.parse_args()
     lines = [f"# python bench/perfmodel_sequential.py {' '.join(sys.argv[1:])}"]
     for folder in args.study:
-        lines += sequential(folder, args.window, args.evaluations)
-        print("\n".join(lines), flush=True)
+        more = sequential(folder, args.window, args.evaluations)
+        lines += more
+        print("\n".join(more), flush=True)
     Path(args.out).write_text("\n".join(lines) + "\n")
     return 0
 
