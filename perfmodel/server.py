@@ -36,6 +36,7 @@ class _Level:
     end: list[float | None]
     left: int
     misses: _MissCounter | None
+    lost: bool = False  # an SLO can no longer be met (with abandon): the level stops
 
 
 class Server:
@@ -65,9 +66,12 @@ class Server:
         self._visible.clear()
         self._of_rid.clear()
         while level.left:
-            if not eng.busy:  # idle: wait for the next request to reach the engine
-                if not self._visible and level.sends:
+            if not eng.busy:  # idle: wait for the next request to reach the engine (refused ones never do)
+                while not self._visible and level.sends and not level.lost:
                     self._front_in(level, level.sends[0][0])
+                if level.lost:
+                    self._cancel(level)
+                    break
                 if not self._visible:
                     break
                 self.now = max(self.now, self._visible[0][0])
@@ -82,9 +86,10 @@ class Server:
             self.front_free = max(self.front_free, end) + self.costs.per_token_s * step.tokens
             for rid in step.first:
                 level.first[self._of_rid[rid]] = self.front_free
-            lost = any(self._ended(level, self._of_rid[rid], self.front_free) for rid in step.done)
+            for rid in step.done:
+                self._ended(level, self._of_rid[rid], self.front_free)
             self.now = max(end, self.front_free) if self.costs.shared_front_end else end
-            if lost:
+            if level.lost:
                 self._cancel(level)
                 break
             self._to_engine(level)
@@ -114,8 +119,7 @@ class Server:
             self.front_free = max(self.front_free, t) + self.costs.per_request_s
             r = level.requests[i]
             if r.prompt_tokens + r.output_tokens > self.engine.cfg.max_model_len:
-                if self._ended(level, i, None):
-                    return
+                self._ended(level, i, None)
                 continue
             self._visible.append((self.front_free, i))
 
@@ -125,17 +129,17 @@ class Server:
             r = level.requests[i]
             self._of_rid[self.engine.add(r.key, r.prompt_tokens, r.output_tokens)] = i
 
-    def _ended(self, level: _Level, i: int, when: float | None) -> bool:
-        """Request ``i`` ended at ``when`` (None: failed); its client sends the next one. True once the
-        level's SLO is certainly lost (with ``abandon``)."""
+    def _ended(self, level: _Level, i: int, when: float | None) -> None:
+        """Request ``i`` ended at ``when`` (None: failed); its client sends the next one. With ``abandon``,
+        the level is lost once its SLO certainly is."""
         level.end[i] = when
         level.left -= 1
         if level.next_closed < len(level.requests):
-            heapq.heappush(level.sends, (when if when is not None else self.now, level.next_closed))
+            heapq.heappush(level.sends, (when if when is not None else level.sent[i], level.next_closed))
             level.next_closed += 1
-        if level.misses is None:
-            return False
-        return level.misses.add(Served(level.sent[i], level.first[i], when, level.requests[i].output_tokens))
+        if level.misses is not None:
+            served = Served(level.sent[i], level.first[i], when, level.requests[i].output_tokens)
+            level.lost = level.misses.add(served) or level.lost
 
     def _cancel(self, level: _Level) -> None:
         """The load generator gives up on the level: what is in flight is cancelled, nothing more is sent."""

@@ -7,7 +7,9 @@ import math
 import statistics
 
 from launch.config import ServeConfig
+from loadtest.abandon import allowed_misses
 from loadtest.lengths import LengthDist
+from loadtest.slo import parse_slos
 from loadtest.workload import Workload, load_workload
 from perfmodel.config import NULL_BLOCKS, EngineConfig
 from perfmodel.costs import Costs
@@ -126,3 +128,17 @@ def test_a_closed_load_sends_each_request_once():
     out = Server(engine(), fixed_step(0.003)).run(ClosedLoad(4, closed_load(w, 4, 30, seed=0).requests))
     assert len(out.served) == 30 and all(s.ok for s in out.served)
     assert len({s.sent_s for s in out.served}) > 4  # later requests were sent as earlier ones ended
+
+
+def test_a_level_is_abandoned_once_its_slo_is_certainly_lost():
+    """loadtest's MissCounter: of 50 planned requests at most 3 may miss a p95 (allowed_misses); the fourth
+    failure ends the level and what is still in flight is cancelled (failed)."""
+    cfg = EngineConfig(8, 512, True, False, 1000, 16, 256, 0)
+    assert allowed_misses(50, 95) == 3
+    reqs = tuple(Request(i, 300 if i < 4 else 50, 20) for i in range(50))  # the first four are too long
+    load = OpenLoad(tuple(0.01 * i for i in range(50)), reqs)
+    out = Server(cfg, fixed_step(0.01)).run(load, parse_slos("ttft_p95=2s"), abandon=True)
+    assert out.abandoned
+    assert sum(s.ok for s in out.served) < 46
+    kept = Server(cfg, fixed_step(0.01)).run(load, parse_slos("ttft_p95=2s"))
+    assert not kept.abandoned and sum(s.ok for s in kept.served) == 46
