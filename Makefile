@@ -41,4 +41,4 @@ test-fast: install
 	$(PYTEST) -q -n 2 -m "$(FAST)" --durations=5
 
 lint: install
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy tuner launch loadtest
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy tuner launch loadtest perfmodel

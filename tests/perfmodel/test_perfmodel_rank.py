@@ -1,0 +1,118 @@
+"""perfmodel.rank: what the search will call. Unseen engine families are flagged, not predicted; another KV
+dtype is predicted but marked extrapolated; the ranking is by predicted capacity; a calibration fitted to
+measurements the model itself produced recovers their costs well enough to rank the same way."""
+
+from __future__ import annotations
+
+import pytest
+
+from launch.config import ServeConfig
+from loadtest.lengths import LengthDist
+from loadtest.slo import parse_slos
+from loadtest.workload import Workload, load_workload
+from perfmodel.calibrate import fit, loss
+from perfmodel.capacity import SteadyState, predict_search
+from perfmodel.config import EngineConfig
+from perfmodel.costs import Costs
+from perfmodel.family import family_of
+from perfmodel.observed import ObservedLevel, ObservedTrial
+from perfmodel.protocol import ShortLevelSearch
+from perfmodel.rank import Calibration, Candidate, Check, calibrate, predict, rank
+from perfmodel.traffic import Demand
+from tuner.gpu import GPUProfile
+from tuner.model_spec import ModelSpec
+from tuner.synthetic import shape_config
+
+TRUTH = Costs(0.004, 2e-5, 5e-5, 1e-13, 0.0, 1e-3, 2e-5)
+SLOS = parse_slos("ttft_p95=2s,tpot_p95=60ms")
+CHAT = Demand(load_workload("chat"), SLOS)
+QUICK = SteadyState(duration_s=20.0, settle_s=8.0, rel_tolerance=0.05)
+PLAN = ShortLevelSearch(
+    probe_requests=32, probe_concurrency=16, level_duration_s=3.0, min_level_requests=16, bisection_steps=2
+)
+BASE = ServeConfig("/models/m")
+
+
+def engine(seqs: int, kv_bytes: int = 131072) -> EngineConfig:
+    return EngineConfig(seqs, 8192, True, True, 50_000, 16, 4096, kv_bytes)
+
+
+def calibration(costs: Costs = TRUTH) -> Calibration:
+    return Calibration(family_of(BASE), frozenset({"auto"}), costs, (0,), 0.0)
+
+
+def test_another_engine_family_is_not_predicted_and_ranks_last():
+    spec = Candidate(ServeConfig("/models/m", speculative_method="ngram", num_speculative_tokens=4), engine(64))
+    other_weights = Candidate(ServeConfig("/models/m-w4a16"), engine(64))
+    plain = Candidate(ServeConfig("/models/m", max_num_seqs=64), engine(64))
+    preds = rank([spec, other_weights, plain], calibration(), CHAT, QUICK)
+    assert preds[0].config == plain.config and preds[0].capacity_req_s and preds[0].capacity_req_s > 0
+    assert [p.capacity_req_s for p in preds[1:]] == [None, None]
+    assert "ngram" in (preds[1].unseen or "") + (preds[2].unseen or "")
+    assert "m-w4a16" in (preds[1].unseen or "") + (preds[2].unseen or "")
+
+
+def test_a_kv_dtype_not_calibrated_is_predicted_but_marked_extrapolated():
+    fp8 = Candidate(ServeConfig("/models/m", kv_cache_dtype="fp8"), engine(64, kv_bytes=65536))
+    p = predict(fp8, calibration(), CHAT, QUICK)
+    assert p.capacity_req_s and p.unseen is None and "fp8" in (p.extrapolated or "")
+
+
+def test_the_ranking_is_by_predicted_capacity():
+    cands = [Candidate(ServeConfig("/models/m", max_num_seqs=s), engine(s)) for s in (4, 256, 32)]
+    preds = rank(cands, calibration(), CHAT, QUICK)
+    caps = [p.capacity_req_s for p in preds]
+    assert caps == sorted(caps, reverse=True)
+    assert preds[-1].config.max_num_seqs == 4  # four sequences at once cannot keep up with the others
+
+
+def test_a_trickle_that_misses_the_slo_has_no_capacity():
+    w = Workload("slow", LengthDist("fixed", 100, 100), LengthDist("fixed", 100, 100))
+    slow = Costs(0.05, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # 100 tokens × 50 ms = 5 s per request
+    p = predict(Candidate(BASE, engine(8)), calibration(slow), Demand(w, parse_slos("e2e_p95=2s")), QUICK)
+    assert p.capacity_req_s == 0.0
+
+
+def test_calibrate_refuses_trials_of_two_families():
+    spec = ModelSpec.from_config(shape_config("llama-tiny"))
+    trials = [observed_trial(BASE, 0), observed_trial(ServeConfig("/models/m", speculative_method="ngram"), 1)]
+    with pytest.raises(ValueError, match="engine family"):
+        calibrate(trials, spec, GPUProfile.load("cpu"))
+
+
+def test_a_calibration_round_trips_and_reports_its_median_error():
+    cal = calibration().checked(Check(1, 110.0, 100.0), Check(2, 45.0, 50.0), Check(3, 30.0, 30.0))
+    assert cal.demonstrated_error == pytest.approx(0.1)
+    assert Calibration.from_dict(cal.to_dict()) == cal
+
+
+def observed_trial(config: ServeConfig, number: int, costs: Costs = TRUTH, seqs: int = 128) -> ObservedTrial:
+    """A trial 'measured' on the model itself: the short-level search's levels as the tuner records them."""
+    found = predict_search(engine(seqs), costs, CHAT, PLAN, seed=number)
+    levels = tuple(
+        ObservedLevel(
+            s.kind,
+            s.rate,
+            s.concurrency,
+            s.requests,
+            s.slo_met,
+            o.throughput_req_s,
+            o.value("ttft", 95),
+            o.value("tpot", 95),
+        )
+        for s, o in zip(found.trace.steps, found.levels, strict=True)
+    )
+    steps = zip(found.trace.steps, found.levels, strict=True)
+    best = next((o for s, o in steps if s.rate == found.best_rate), None)
+    report = {f"{m}_ms": {"p50": best.value(m, 50)} for m in ("ttft", "tpot", "e2e")} if best else None
+    return ObservedTrial(number, CHAT, config, engine(seqs), number, levels, found.best_rate, 0.0, report)
+
+
+def test_a_fit_to_the_models_own_measurements_predicts_another_configuration():
+    trial = observed_trial(BASE, 0)
+    start = Costs(0.01, 1e-5, 1e-5, TRUTH.per_kv_byte_s, 0.0, 3e-3, 1e-5)
+    fitted = fit([trial], start, max_evaluations=150)
+    assert fitted.loss < loss(start, [trial])[0] / 5
+    truth = predict_search(engine(16), TRUTH, CHAT, PLAN, seed=9).best_rate
+    ours = predict_search(engine(16), fitted.costs, CHAT, PLAN, seed=9).best_rate
+    assert truth and ours == pytest.approx(truth, rel=0.15)
