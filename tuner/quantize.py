@@ -34,6 +34,8 @@ from tuner.quant_groups import GroupChoice, choose_group_size
 from tuner.quant_interpreter import BACKENDS, check_backend, default_python, run_worker
 from tuner.quant_text import BUILTIN_VERSION, jsonl_texts
 
+DAMAGES = ("packed", "scales", "flipped-scales", "zeroed-layer")  # tuner.quant_metrics.DAMAGES (imports torch)
+
 __all__ = [
     "BACKENDS",
     "GateThresholds",
@@ -167,7 +169,7 @@ def quantize(
 
     Raises UsageError for bad input, QuantizeError when the worker fails (with its log tail) or when
     the gate fails and ``gate`` is True (the output and its report stay in ``out_dir``; ``gate=False``
-    accepts it). ``damage`` ("packed" | "scales") is a test seam that corrupts the saved weights
+    accepts it). ``damage`` (one of ``quant_metrics.DAMAGES``) is a test seam that corrupts the saved weights
     before the gate measures them; its outputs are never cached.
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)
@@ -176,8 +178,8 @@ def quantize(
         raise UsageError(f"model directory {model_dir} has no config.json")
     if samples < 1:
         raise UsageError(f"--samples {samples} must be >= 1")
-    if damage not in (None, "packed", "scales"):
-        raise ValueError(f"damage must be None, 'packed' or 'scales', not {damage!r}")
+    if damage is not None and damage not in DAMAGES:
+        raise ValueError(f"damage must be None or one of {DAMAGES}, not {damage!r}")
     check_backend(backend, python)
     if backend == "autoawq" and recipe.symmetric:
         raise UsageError("the autoawq backend writes the zero-point (asymmetric) format only")
