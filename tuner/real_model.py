@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,8 +82,14 @@ def build_real_model(name: str, out: str | Path, say: Callable[[str], None] = la
     for module in ("gguf", "accelerate"):
         _require(module, model)
     say(f"dequantizing {source.name} with transformers (about a minute on 2 cores)")
-    _convert(source, out)
-    stamp.write_text(json.dumps({"name": name, "source": model.distribution, "gguf_file": model.gguf_file}))
+    staging = out.with_name(f".{out.name}.partial-{os.getpid()}")  # a build cut short leaves no half model
+    shutil.rmtree(staging, ignore_errors=True)
+    _convert(source, staging)
+    info = {"name": name, "source": model.distribution, "gguf_file": model.gguf_file}
+    (staging / stamp.name).write_text(json.dumps(info))
+    if out.exists():
+        out.rmdir()
+    staging.rename(out)
     return out
 
 
