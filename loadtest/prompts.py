@@ -4,7 +4,9 @@ With a tokenizer (``transformers.AutoTokenizer``, imported only here and only wh
 prompt has exactly the sampled number of tokens; without one it is that many random common words
 (about one token each for BPE vocabularies). The random part differs per request, so no request
 hits the prefix cache by accident; ``shared_prefix_fraction`` of each prompt is a fixed sequence
-(the same for all requests of a seed) to measure prefix caching on purpose.
+(the same for all requests of a seed) to measure prefix caching on purpose. A workload with an
+``edit_instruction`` sends that instruction and an English passage instead (loadtest.passages), rendered
+through the tokenizer's chat template when it has one: answers that copy from the prompt.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadtest.errors import LoadtestInputError
+from loadtest.passages import passage
 from loadtest.workload import DEFAULT_REPLAY_OUTPUT, Workload
 
 _WORDS = (
@@ -133,6 +136,20 @@ class PromptFactory:
             ids = enc[:n] if got > n else enc + self._random_units(rng, n - got)
         return text, got
 
+    def _edit(self, rng: random.Random, n: int) -> tuple[str, list[dict[str, str]]]:
+        """The instruction and a passage of about ``n`` tokens in all; the text and its chat messages."""
+        instruction = self.w.edit_instruction or ""
+        n_text = max(8, n - self._count(instruction) - 2)
+        text = passage(rng, n_text)
+        if self.tok is not None:  # trim to the token count (a passage has at least as many tokens as words)
+            text = self.tok.decode(self.tok.encode(text, add_special_tokens=False)[:n_text])
+        sys = self.w.system_prompt
+        body = f"{instruction}\n\n{text}"
+        msgs = ([{"role": "system", "content": sys}] if sys else []) + [{"role": "user", "content": body}]
+        if self.tok is not None and getattr(self.tok, "chat_template", None):
+            return self.tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), msgs
+        return (f"{sys}\n{body}" if sys else body), msgs
+
     def _output(self, rng: random.Random, entry_out: int | None = None, reference: str | None = None) -> int:
         if self.output_override is not None:
             return self.output_override
@@ -157,6 +174,11 @@ class PromptFactory:
         assert self.w.input_tokens is not None
         n = self.w.input_tokens.sample(rng)
         out = self._output(rng)
+        if self.w.edit_instruction is not None:
+            text, msgs = self._edit(rng, n)
+            if self.chat:
+                return PromptSpec(None, msgs, None, out)
+            return PromptSpec(text, None, self._count(text), out)
         body, got = self._body(rng, max(1, n - self._sys_tokens))
         sys = self.w.system_prompt
         total = got + self._sys_tokens

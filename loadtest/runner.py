@@ -124,11 +124,16 @@ class _Run:
         """The send schedule: ``requests`` or ``duration_s``; with ``steady_e2e_multiple``, arrivals up to
         ``max_duration_s`` of which the level sends at least ``requests``."""
         s = self.spec
-        kw = {"arrival": s.arrival, "burstiness": s.burstiness, "seed": s.seed}
+
+        def plan(count: int | None, duration_s: float | None) -> list[float]:
+            return arrivals.schedule(
+                rate, count=count, duration_s=duration_s, arrival=s.arrival, burstiness=s.burstiness, seed=s.seed
+            )
+
         if s.steady_e2e_multiple is None or s.max_duration_s is None or s.requests is None:
-            return arrivals.schedule(rate, count=s.requests, duration_s=s.duration_s, **kw)
-        longest = arrivals.schedule(rate, duration_s=s.max_duration_s, **kw)
-        return longest if len(longest) >= s.requests else arrivals.schedule(rate, count=s.requests, **kw)
+            return plan(s.requests, s.duration_s)
+        longest = plan(None, s.max_duration_s)
+        return longest if len(longest) >= s.requests else plan(s.requests, None)
 
     async def open(self, rate: float, first: int) -> list[RequestRecord]:
         s = self.spec

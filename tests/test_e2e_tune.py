@@ -150,15 +150,12 @@ def test_launch_sh_holds_the_certified_rate_under_vllms_own_benchmark(study, tmp
     best = json.loads((out / "best.json").read_text())
     rate, name = best["certified_rate_req_s"], best["best"]["config"]["served_model_name"]
     port = _free_port()
-    p = subprocess.Popen(["bash", str(out / "launch.sh")], env={**env, "PORT": str(port)}, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    log = tmp_path / "launch.log"  # a file, not a pipe: an undrained pipe blocks the server's logging
+    with log.open("w") as sink:
+        p = subprocess.Popen(["bash", str(out / "launch.sh")], env={**env, "PORT": str(port)}, stdout=sink,
+                             stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     try:
-        lines = []
-        for line in p.stdout:
-            lines.append(line)
-            if "ready" in line:
-                break
-        assert any("ready" in x for x in lines), "".join(lines[-30:])
+        wait_ready(p, log)
         r = httpx.post(f"http://127.0.0.1:{port}/v1/completions",
                        json={"model": name, "prompt": "w1 w2 w3", "max_tokens": 4}, timeout=60)  # fmt: skip
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 4
@@ -172,6 +169,14 @@ def test_launch_sh_holds_the_certified_rate_under_vllms_own_benchmark(study, tmp
         stop(p)
     time.sleep(2)
     assert not vllm_processes(model)
+
+
+def wait_ready(p, log, timeout_s=900):
+    """Until launch.sh prints its ready line; fails with the log's tail when it exits or times out first."""
+    end = time.monotonic() + timeout_s
+    while "ready: http" not in log.read_text():
+        assert p.poll() is None and time.monotonic() < end, log.read_text()[-3000:]
+        time.sleep(1)
 
 
 def stop(p):

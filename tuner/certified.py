@@ -64,10 +64,12 @@ def certify_study(
     soak_s: float,
     run: Callable[[TrialResult], Certification],
     whom: str = "all",
+    also: tuple[TrialResult, ...] = (),
 ) -> dict[int, Certification]:
-    """Certify what needs it (reusing stored certifications of the same soak length) and store the new ones."""
+    """Certify what needs it (reusing stored certifications of the same soak length) and store the new ones.
+    ``also``: further trials to certify (a speculating winner's twin without speculation: tuner.spec_rule)."""
     have = stored(study)
-    for trial in to_certify(summary, whom):
+    for trial in [*to_certify(summary, whom), *(t for t in also if t.best_rate)]:
         old = have.get(trial.number)
         if old is not None and old.soak_s == soak_s:
             continue

@@ -22,8 +22,8 @@ SUBCOMMANDS = {
     "quantize": "quantize a model to 4-bit AWQ with a quality gate",
     "retune": "re-check or re-tune a finished study after a model or vLLM change",
     "init": "write a commented slotune.yaml project file",
-    "demo": "tune a tiny random-weight model on real vLLM (no GPU needed)",
-    "make-model": "write a synthetic model (real architecture shape, random weights)",
+    "demo": "tune a real 135M instruct model (SmolLM2, built offline) on real vLLM (no GPU needed)",
+    "make-model": "write a synthetic model (real shape, random weights), or build a real one offline (--from)",
     "export": "write the winner of a study as Compose, Kubernetes, KServe or Helm (production-stack) YAML",
     "cost": "$ per million output tokens of a study's winner and of vLLM's defaults",
 }

@@ -21,6 +21,7 @@ from tuner.certify import Certification
 from tuner.company import company
 from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.headline import Headline, headline
+from tuner.spec_rule import apply_rule
 from tuner.trial_result import COMPLETE, TrialResult
 
 if TYPE_CHECKING:
@@ -236,7 +237,11 @@ def write_outputs(
     module). Every file states the one headline (tuner.headline) of the results, certifications and
     the current --confirm runs."""
     out.mkdir(parents=True, exist_ok=True)
-    summary = certified_summary(summarize(results), certifications or {})
+    summary, spec = apply_rule(
+        certified_summary(summarize(results), certifications or {}), results, certifications or {}
+    )
+    if spec is not None:  # the speculation rule's verdict (tuner.spec_rule), in best.json and the report
+        meta = {**meta, "speculation": spec.to_dict()}
     head = headline(summary, certifications or {}, confirmation)
     frame = trials_frame(results, timelines, certifications)
     tmp = out / "trials.csv.tmp"

@@ -32,9 +32,12 @@ from tuner.inputs import Inputs, measure_plan
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
 from tuner.outputs import Summary, certified_summary, summarize, write_outputs
 from tuner.report_html import write_report
+from tuner.sample_answer import STUDY_ATTR as SAMPLE_ATTR
+from tuner.sample_answer import sample_answer
 from tuner.settings import TuneSettings
 from tuner.soak import certify_config
-from tuner.space import SpaceContext, suggest_config
+from tuner.space import SpaceContext, params_of, suggest_config
+from tuner.spec_rule import apply_rule, find_twin, speculates, twin_of
 from tuner.study import (
     STUDY_NAME,
     enqueue_first,
@@ -189,9 +192,12 @@ def tune(
     progress: Progress | None = None,
     versions: dict[str, Any] | None = None,
     fingerprint: str | None = None,
+    sample_question: str | None = None,
 ) -> TuneOutcome:
     """Run (or resume) the study and write its outputs. ``versions`` and ``fingerprint`` are the serving stack
-    and model hash when known without asking them (outputs re-written on another machine); default: read."""
+    and model hash when known without asking them (outputs re-written on another machine); default: read.
+    ``sample_question``: ask the winner this on a fresh server at the end; its answer joins best.json and
+    the report (tuner.sample_answer; the demo's real model)."""
     from launch.fingerprint import model_fingerprint
     from launch.script import write_launch_script
     from tuner.versions import collect_versions
@@ -251,6 +257,8 @@ def tune(
         confirmation = current_confirmation(stored_runs(st), summary)
         state_gain = headline(summary, certs, confirmation).basis == CONFIRMED
         m, _ = with_confirmations(meta, stored_runs(st), summary, state_gain=state_gain)
+        if SAMPLE_ATTR in st.user_attrs:
+            m = {**m, "sample_answer": st.user_attrs[SAMPLE_ATTR]}
         return write_outputs(out, results, m, script, report, timelines_of(st), certs, confirmation)
 
     devices = s.device_list()
@@ -285,11 +293,41 @@ def tune(
 
         certify_study(study, summary, tctx.plan.soak_s, certify_one, s.certify)
         summary = write_all(study)
+        twin = _speculation_twin(study, summary, sctx, run_one, after_each, device)
+        if twin is not None:  # the rule compares like with like: the twin is certified too
+            certify_study(study, summary, tctx.plan.soak_s, certify_one, s.certify, also=(twin,))
+            summary = write_all(study)
     certs = stored_certifications(study)
-    summary = certified_summary(summary, certs)
+    summary, _ = apply_rule(certified_summary(summary, certs), results_of(study), certs)
+    if sample_question and summary.best is not None:
+        say = functools.partial(progress.say, trial=f"sample {summary.best.number}")
+        answer = sample_answer(summary.best, tctx, say, sample_question, s.device_list()[0])
+        study.set_user_attr(SAMPLE_ATTR, answer.to_dict())
+        write_all(study)
     confirmation = current_confirmation(stored_runs(study), summary)
     head = headline(summary, certs, confirmation)
     return TuneOutcome(out, summary, ran, confirmation, head)
+
+
+def _speculation_twin(
+    study: optuna.Study,
+    summary: Summary,
+    sctx: SpaceContext,
+    run_one: Any,
+    after_each: Any,
+    device: str | None,
+) -> TrialResult | None:
+    """When the best speculates: its configuration without speculation, measured as one more trial of the
+    study where it was not already (tuner.spec_rule); None when the best does not speculate."""
+    best = summary.best
+    if best is None or not speculates(best):
+        return None
+    twin = find_twin(best, results_of(study))
+    if twin is None:
+        study.enqueue_trial(params_of(twin_of(best.config), sctx), user_attrs={"speculation_twin": best.number})
+        run_study(study, len(finished(study)) + 1, run_one, after_each, devices=[device])
+        twin = find_twin(best, results_of(study))
+    return twin
 
 
 def launch_note(best: TrialResult, head: Headline, slo: str, workload: str) -> str:

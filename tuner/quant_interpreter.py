@@ -1,7 +1,8 @@
 """The quantization interpreter: finding it, checking it has the backend, running the worker under it.
 
 llm-compressor (and AutoAWQ) pin other compressed-tensors versions than vLLM, so quantization runs in an
-interpreter of its own (scripts/install-quantize.sh) as ``python -m tuner.quant_worker`` with this
+interpreter of its own (``tune quantize --setup``, scripts/install-quantize.sh; or this one where it has
+llm-compressor) as ``python -m tuner.quant_worker`` with this
 repository on PYTHONPATH. ``run_worker`` relays the worker's progress lines, keeps its whole log and never
 lets it outlive an interruption; tuner.quantize decides what to run and judges the result.
 """
@@ -23,6 +24,7 @@ from tuner.errors import QuantizeError, UsageError
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("llmcompressor", "autoawq")
 _PROGRESS = "slotune-quant: "
+_ERROR = "slotune-quant-error: "  # tuner.quant_worker.ERROR_PREFIX (the worker module imports torch)
 _TAIL_LINES = 40
 
 
@@ -41,6 +43,7 @@ def run_worker(
         }
         cmd = [python, "-m", "tuner.quant_worker", "--job", str(job_file), "--result", str(result_file)]
         tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
+        error: list[str] = []
         try:
             proc = subprocess.Popen(
                 cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True, errors="replace", cwd=tmp
@@ -53,6 +56,8 @@ def run_worker(
                 for line in proc.stdout:
                     log.write(line)
                     tail.append(line.rstrip("\n"))
+                    if line.startswith(_ERROR):
+                        error.append(line[len(_ERROR) :].strip())
                     if line.startswith(_PROGRESS) and on_progress is not None:
                         on_progress(line[len(_PROGRESS) :].rstrip("\n"))
             except BaseException:  # interrupted, or on_progress raised: the worker must not outlive us
@@ -63,12 +68,13 @@ def run_worker(
         if code != 0 or not result_file.is_file():
             if "No module named 'llmcompressor'" in text:
                 raise UsageError(
-                    f"{python} has no llm-compressor; run scripts/install-quantize.sh and pass "
-                    "its interpreter (--quantize-python or SLOTUNE_QUANTIZE_PYTHON)"
+                    f"{python} has no llm-compressor; run 'tune quantize --setup' (or scripts/install-quantize.sh) "
+                    "and pass its interpreter (--quantize-python or SLOTUNE_QUANTIZE_PYTHON)"
                 )
-            raise QuantizeError(
-                f"quantization worker exited with code {code} (full log: {log_path}); last lines:\n{text}"
-            )
+            if error:  # the worker said what failed: one line, the log has the traceback
+                raise QuantizeError(f"quantization failed: {error[-1]} (full log: {log_path})")
+            last = next((t for t in reversed(tail) if t.strip()), "no output")
+            raise QuantizeError(f"quantization worker exited with code {code}: {last.strip()} (full log: {log_path})")
         return json.loads(result_file.read_text())
 
 
@@ -77,7 +83,7 @@ def check_backend(backend: str, python: str) -> None:
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
     if not (shutil.which(python) or Path(python).is_file()):
-        raise UsageError(f"quantization interpreter {python} not found; run scripts/install-quantize.sh")
+        raise UsageError(f"quantization interpreter {python} not found; run 'tune quantize --setup'")
     if backend == "autoawq":  # never a silent fallback to the other backend
         probe = subprocess.run([python, "-c", "import awq"], capture_output=True, timeout=300)
         if probe.returncode != 0:
@@ -89,18 +95,26 @@ def check_backend(backend: str, python: str) -> None:
 
 
 def default_python(backend: str = "llmcompressor") -> str | None:
-    """``$SLOTUNE_QUANTIZE_PYTHON``, else ``.venv-quant/bin/python`` in the repo or the current dir.
+    """The interpreter that quantizes, first found of: ``$SLOTUNE_QUANTIZE_PYTHON``; this interpreter when it
+    has llm-compressor; ``.venv-quant/bin/python`` in the repo or the current dir; the venv ``tune quantize
+    --setup`` builds (tuner.quant_setup.cache_venv). None when there is none.
 
     For the autoawq backend: ``$SLOTUNE_AUTOAWQ_PYTHON``, else ``.venv-awq/bin/python``.
     """
+    import importlib.util
+    import sys
+
+    from tuner.quant_setup import cache_venv
+
     var, venv = (
         ("SLOTUNE_AUTOAWQ_PYTHON", ".venv-awq") if backend == "autoawq" else ("SLOTUNE_QUANTIZE_PYTHON", ".venv-quant")
     )
     env = os.environ.get(var)
     if env:
         return env
-    for root in (REPO_ROOT, Path.cwd()):
-        candidate = root / venv / "bin" / "python"
-        if candidate.exists():
-            return str(candidate)
-    return None
+    if backend == "llmcompressor" and importlib.util.find_spec("llmcompressor") is not None:
+        return sys.executable
+    candidates = [root / venv / "bin" / "python" for root in (REPO_ROOT, Path.cwd())]
+    if backend == "llmcompressor":
+        candidates.append(cache_venv() / "bin" / "python")
+    return next((str(c) for c in candidates if c.exists()), None)

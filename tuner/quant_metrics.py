@@ -111,17 +111,31 @@ def layer_cosines(model: Any, sequences: Sequence[torch.Tensor]) -> dict[str, fl
     return {n: sums[n] / counts[n] for n in layers if counts[n]}
 
 
+DAMAGES = ("packed", "scales", "flipped-scales", "zeroed-layer")
+
+
 def damage_checkpoint(out_dir: Any, kind: str, packed_suffix: str, scale_suffix: str) -> None:
-    """Test seam shared by both backends: random packed weights (``packed``) or every group scale ×16
-    (``scales``) in the saved safetensors; the backends differ only in the tensor-name suffixes."""
+    """Test seam shared by both backends: random packed weights (``packed``), every group scale ×16
+    (``scales``) or negated (``flipped-scales``), or every scale of the middle decoder layer zeroed
+    (``zeroed-layer``: its Linears output nothing) in the saved safetensors; the backends differ only in
+    the tensor-name suffixes."""
+    import re
+
     from safetensors.torch import load_file, save_file
 
     gen = torch.Generator().manual_seed(0)
-    for f in sorted(out_dir.glob("*.safetensors")):
+    files = sorted(out_dir.glob("*.safetensors"))
+    layers = {int(m.group(1)) for f in files for n in load_file(f) if (m := re.search(r"\.layers\.(\d+)\.", n))}
+    middle = f".layers.{sorted(layers)[len(layers) // 2]}." if layers else None
+    for f in files:
         tensors = load_file(f)
         for name, t in tensors.items():
             if kind == "packed" and name.endswith(packed_suffix):
                 tensors[name] = torch.randint(-(2**31), 2**31 - 1, t.shape, generator=gen, dtype=t.dtype)
             elif kind == "scales" and name.endswith(scale_suffix):
                 tensors[name] = t * 16
+            elif kind == "flipped-scales" and name.endswith(scale_suffix):
+                tensors[name] = -t
+            elif kind == "zeroed-layer" and name.endswith(scale_suffix) and middle and middle in name:
+                tensors[name] = torch.zeros_like(t)
         save_file(tensors, f, metadata={"format": "pt"})

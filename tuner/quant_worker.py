@@ -28,6 +28,7 @@ import torch
 
 from tuner import quant_metrics, quant_text
 
+ERROR_PREFIX = "slotune-quant-error: "  # the worker's last word on a failure, read by tuner.quant_interpreter
 _UNK_LIMIT = 0.3  # English calibration text is unusable when more of its tokens than this are <unk>
 _RANDOM_LEN = 256  # tokens per random-token sequence (synthetic vocabularies)
 # vLLM fuses these sibling projections into one layer, which needs one quantization scheme for all
@@ -219,7 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--result", required=True, help="where to write the result JSON")
     args = p.parse_args(argv)
     job = json.loads(Path(args.job).read_text())
-    result = run(job)
+    try:
+        result = run(job)
+    except Exception as exc:  # one line for the user (tuner.quant_interpreter); the traceback stays in the log
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(f"{ERROR_PREFIX}{type(exc).__name__}: {first[:400]}", file=sys.stderr, flush=True)
+        raise
     Path(args.result).write_text(json.dumps(result, indent=1))
     progress("done")
     return 0

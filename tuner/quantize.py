@@ -1,4 +1,4 @@
-"""Quantize a model to 4-bit AWQ (W4A16, asymmetric, group 128) and judge it with a quality gate.
+"""Quantize a model to 4-bit AWQ (W4A16, asymmetric, groups of 128/64/32) and judge it with a quality gate.
 
     from tuner.quantize import QuantizeRecipe, quantize
     result = quantize("models/llama", "models/llama-awq", python=".venv-quant/bin/python")
@@ -9,7 +9,8 @@ The heavy work runs in a subprocess under ``python`` — an interpreter with llm
 as ``python -m tuner.quant_worker`` with this repository on PYTHONPATH. Its progress lines are relayed
 to ``on_progress``; its whole log is kept as ``<out_dir>/slotune-quantize.log``. The output is a
 compressed-tensors ``pack-quantized`` checkpoint that vLLM loads with no ``--quantization`` flag;
-lm_head and the embeddings stay 16-bit, and so do layers the gate restored.
+lm_head and the embeddings stay 16-bit, and so do layers the gate restored. The group size is chosen
+per model (tuner.quant_groups) unless the recipe names one.
 
 A finished output is reused when the model's contents, the recipe and the calibration data are
 unchanged (tuner.quant_cache); the cached measurements are re-judged with the current thresholds.
@@ -21,15 +22,19 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from tuner import quant_cache
 from tuner.errors import QuantizeError, UsageError
+from tuner.model_spec import ModelSpec
 from tuner.quant_gate import GateThresholds, QualityReport, judge
+from tuner.quant_groups import GroupChoice, choose_group_size
 from tuner.quant_interpreter import BACKENDS, check_backend, default_python, run_worker
 from tuner.quant_text import BUILTIN_VERSION, jsonl_texts
+
+DAMAGES = ("packed", "scales", "flipped-scales", "zeroed-layer")  # tuner.quant_metrics.DAMAGES (imports torch)
 
 __all__ = [
     "BACKENDS",
@@ -49,10 +54,11 @@ _LOG = "slotune-quantize.log"
 
 @dataclass(frozen=True)
 class QuantizeRecipe:
-    """What to quantize and how. ``ignore`` are module names (or ``re:`` patterns) left 16-bit."""
+    """What to quantize and how. ``ignore`` are module names (or ``re:`` patterns) left 16-bit;
+    ``group_size`` None: chosen per model (tuner.quant_groups)."""
 
     scheme: str = "w4a16"
-    group_size: int = 128
+    group_size: int | None = None
     symmetric: bool = False
     ignore: tuple[str, ...] = ("lm_head",)
     restore_below: float = 0.99  # per-layer output cosine under which a layer is restored to 16-bit
@@ -65,7 +71,7 @@ class QuantizeRecipe:
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
             raise UsageError(f"unknown scheme {self.scheme!r}; supported: {', '.join(SCHEMES)}")
-        if self.group_size <= 0 or self.group_size % 32:
+        if self.group_size is not None and (self.group_size <= 0 or self.group_size % 32):
             raise UsageError(f"group size {self.group_size} must be a positive multiple of 32 (e.g. 128)")
         if not 0.0 <= self.restore_below < 1.0:
             raise UsageError(f"restore_below {self.restore_below} must be in [0, 1)")
@@ -84,13 +90,18 @@ class QuantizeResult:
     key: str
     restored_layers: tuple[str, ...]
     measured: dict[str, Any]  # the worker's raw result (timings, versions, calibration source …)
+    group: GroupChoice | None = None
 
     def to_dict(self) -> dict[str, Any]:
         keep = ("backend", "calibration_source", "calibration_samples", "timings_s", "device", "versions", "ignore")
+        group = self.group
         return {
             "out_dir": str(self.out_dir),
             "cached": self.cached,
             "key": self.key,
+            "group_size": None if group is None else group.group_size,
+            "group_size_reason": None if group is None else group.line(),
+            "kept_16bit_misfits": [] if group is None else list(group.misfits),
             "restored_layers": list(self.restored_layers),
             **self.quality.to_dict(),
             **{k: self.measured[k] for k in keep if k in self.measured},
@@ -158,7 +169,7 @@ def quantize(
 
     Raises UsageError for bad input, QuantizeError when the worker fails (with its log tail) or when
     the gate fails and ``gate`` is True (the output and its report stay in ``out_dir``; ``gate=False``
-    accepts it). ``damage`` ("packed" | "scales") is a test seam that corrupts the saved weights
+    accepts it). ``damage`` (one of ``quant_metrics.DAMAGES``) is a test seam that corrupts the saved weights
     before the gate measures them; its outputs are never cached.
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)
@@ -167,12 +178,18 @@ def quantize(
         raise UsageError(f"model directory {model_dir} has no config.json")
     if samples < 1:
         raise UsageError(f"--samples {samples} must be >= 1")
-    if damage not in (None, "packed", "scales"):
-        raise ValueError(f"damage must be None, 'packed' or 'scales', not {damage!r}")
+    if damage is not None and damage not in DAMAGES:
+        raise ValueError(f"damage must be None or one of {DAMAGES}, not {damage!r}")
     check_backend(backend, python)
     if backend == "autoawq" and recipe.symmetric:
         raise UsageError("the autoawq backend writes the zero-point (asymmetric) format only")
     _prepare_out(out_dir)
+    group = choose_group_size(ModelSpec.from_dir(model_dir), recipe.group_size)
+    if group.misfits and backend == "autoawq":
+        raise UsageError(f"the autoawq backend cannot keep layers 16-bit by pattern: {group.line()}")
+    recipe = replace(recipe, group_size=group.group_size, ignore=recipe.ignore + group.ignore_patterns())
+    if on_progress is not None:
+        on_progress(group.line())
     calib_texts, held_texts, calib_hash = _calibration(calib, samples, recipe.seed)
     key = quant_cache.cache_key(
         quant_cache.model_fingerprint(model_dir),
@@ -201,11 +218,13 @@ def quantize(
         }
         try:
             measured = run_worker(python, job, staging / _LOG, on_progress)
-        except BaseException:
-            log = staging / _LOG
+        except BaseException as exc:
+            log, kept = staging / _LOG, out_dir.with_name(f"{out_dir.name}.failed.log")
             if log.is_file():  # keep the log of a failed run next to the output
-                shutil.copy2(log, out_dir.with_name(f"{out_dir.name}.failed.log"))
+                shutil.copy2(log, kept)
             shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, QuantizeError):  # its message names the log: name the one that is kept
+                raise QuantizeError(str(exc).replace(str(log), str(kept))) from None
             raise
         found = {
             "key": key,
@@ -229,6 +248,7 @@ def quantize(
         key=key,
         restored_layers=report.restored_layers,
         measured=measured,
+        group=group,
     )
     if gate and report.gate == "fail":
         raise QualityGateError(

@@ -20,8 +20,8 @@ def maybe_quantize(settings: TuneSettings, inputs: Inputs) -> str | None:
     python = settings.quantize_python or default_python()
     if not python:
         raise UsageError(
-            "--quantize awq needs an interpreter with llm-compressor: run scripts/install-quantize.sh "
-            "and pass --quantize-python .venv-quant/bin/python (or set SLOTUNE_QUANTIZE_PYTHON)"
+            "--quantize awq needs an interpreter with llm-compressor: run 'tune quantize --setup' (or "
+            "scripts/install-quantize.sh) and pass --quantize-python PY (or set SLOTUNE_QUANTIZE_PYTHON)"
         )
     out = inputs.out / "quantized"
     result = quantize(

@@ -57,6 +57,25 @@ def _certifications(certs: Mapping[int, Certification]) -> str:
     return "<ul>" + "".join(items) + "</ul>"
 
 
+def _speculation(meta: dict[str, Any]) -> str:
+    """The speculation rule's verdict (tuner.spec_rule), when the search's best speculated."""
+    spec = meta.get("speculation")
+    if not spec:
+        return ""
+    return f"<h2>Speculative decoding</h2><p>{escape(str(spec['line']))}</p>"
+
+
+def _sample(meta: dict[str, Any]) -> str:
+    """The winner's answer to one question (tuner.sample_answer), when it was asked."""
+    sample = meta.get("sample_answer")
+    if not sample:
+        return ""
+    return (
+        f"<h2>Sample answer of the winner (trial {sample['trial']})</h2>"
+        f"<p><b>Q:</b> {escape(sample['question'])}<br><b>A:</b> {escape(sample['answer'])}</p>"
+    )
+
+
 def _trials_table(results: list[TrialResult]) -> str:
     if not results:
         return "<p>No trials yet.</p>"
@@ -160,7 +179,7 @@ def render(
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>slotune report</title>"
         f"<style>{CSS}</style></head><body><h1>slotune report</h1>{_headline(summary, meta, headline)}{notes}"
-        f"<h2>Certification</h2>{_certifications(certifications or {})}"
+        f"<h2>Certification</h2>{_certifications(certifications or {})}{_speculation(meta)}{_sample(meta)}"
         f"<h2>Cost</h2><pre>{escape(chr(10).join(cost)) or 'not stated'}</pre>"
         f"<h2>Winning configuration</h2><table>{best_cfg or '<tr><td>none</td></tr>'}</table>"
         f"<h2>Charts</h2>{_charts(results, summary, importances or {})}"

@@ -140,7 +140,8 @@ def _retune_changed(
         }
     head = outcome.headline
     if head is not None and head.certified_req_s is not None:  # certified on a fresh server: that verifies it
-        verified, rate, check = True, head.certified_req_s, {"certified_rate_req_s": head.certified_req_s}
+        check: dict[str, object] = {"certified_rate_req_s": head.certified_req_s}
+        verified, rate = True, head.certified_req_s
     elif head is not None and head.certification_failed:
         verified, rate, check = False, best.best_rate, {"certified_rate_req_s": None, "fail": "no soak held"}
     else:  # no certification (--soak-seconds 0): one verification soak below the search's estimate

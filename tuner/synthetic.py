@@ -94,21 +94,24 @@ SHAPES: dict[str, dict[str, Any]] = {
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
 
 
-def w4a16_quantization_config() -> dict[str, Any]:
+def w4a16_quantization_config(cfg: dict[str, Any]) -> dict[str, Any]:
     """The ``quantization_config`` ``tune quantize`` writes with its default ``QuantizeRecipe``
     (compressed-tensors, 4-bit integer weights in groups, 16-bit activations, the recipe's ignore list
     kept 16-bit), for a config-only model served with ``--load-format dummy``: the 4-bit variant's memory
     and kernels are real, its (random) weights need no calibration. No layer is restored to 16-bit (a real
     quantization may restore a few: docs/quantize.md)."""
+    from tuner.model_spec import ModelSpec
+    from tuner.quant_groups import choose_group_size
     from tuner.quantize import SCHEMES, QuantizeRecipe
 
     recipe = QuantizeRecipe()
+    group = choose_group_size(ModelSpec.from_config(cfg), recipe.group_size)
     weights = {
         "num_bits": SCHEMES[recipe.scheme],
         "type": "int",
         "symmetric": recipe.symmetric,
         "strategy": "group",
-        "group_size": recipe.group_size,
+        "group_size": group.group_size,
         "dynamic": False,
         "actorder": None,
         "observer": "memoryless_minmax",
@@ -127,7 +130,7 @@ def w4a16_quantization_config() -> dict[str, Any]:
                 "format": "pack-quantized",
             }
         },
-        "ignore": list(recipe.ignore),
+        "ignore": [*recipe.ignore, *group.ignore_patterns()],
         "kv_cache_scheme": None,
         "sparsity_config": {},
     }
@@ -192,7 +195,7 @@ def write_model(
     out.mkdir(parents=True, exist_ok=True)
     cfg = shape_config(shape, **overrides)
     if w4a16:
-        cfg["quantization_config"] = w4a16_quantization_config()
+        cfg["quantization_config"] = w4a16_quantization_config(cfg)
     write_tokenizer(out, int(cfg["vocab_size"]))
     (out / "generation_config.json").write_text(
         json.dumps({"bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"]})

@@ -121,7 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         source = f"H200 tune study {a.study_dir.as_posix()}, trial {n}" + (f" ({a.note})" if a.note else "")
         four_bit = rows[n].get("model", "").endswith("-w4a16")
         p = point_for(
-            block, rows[n], {**shape, "quantization_config": w4a16_quantization_config()} if four_bit else shape, source
+            block,
+            rows[n],
+            {**shape, "quantization_config": w4a16_quantization_config(shape)} if four_bit else shape,
+            source,
         )
         predicted = rows[n].get("kv_tokens_predicted")
         err = (float(predicted) / p["reported"]["kv_tokens"] - 1) * 100 if predicted else float("nan")

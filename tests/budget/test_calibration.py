@@ -160,6 +160,8 @@ def test_gpu_weights_include_what_vllm_adds_at_load() -> None:
     # reported on the H200 (vLLM 0.26): 14.96 GiB (16-bit KV), 14.99 (fp8 KV); the W4A16 variant 5.41 / 5.44
     assert abs(gpu_weight_bytes(LLAMA, "auto") / gib - 14.96) < 0.005
     assert abs(gpu_weight_bytes(LLAMA, "fp8") / gib - 14.99) < 0.005
-    q4 = ModelSpec.from_config({**shape_config("llama-3-8b"), "quantization_config": w4a16_quantization_config()})
+    q4 = ModelSpec.from_config(
+        {**shape_config("llama-3-8b"), "quantization_config": w4a16_quantization_config(shape_config("llama-3-8b"))}
+    )
     assert abs(gpu_weight_bytes(q4, "auto") / gib - 5.41) < 0.01
     assert abs(gpu_weight_bytes(q4, "fp8") / gib - 5.44) < 0.01

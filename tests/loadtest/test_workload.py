@@ -30,7 +30,7 @@ def test_builtins_load_with_their_lengths() -> None:
 
 
 def test_unknown_name_lists_builtins() -> None:
-    with pytest.raises(WorkloadError, match="chat, code, longdoc, summarize"):
+    with pytest.raises(WorkloadError, match="chat, code, edit, longdoc, summarize"):
         load_workload("nope")
 
 
@@ -174,3 +174,25 @@ def test_schedules() -> None:
     assert schedule(100.0, count=50, seed=3) == schedule(100.0, count=50, seed=3)
     d = schedule(10.0, duration_s=2.0, arrival="constant")
     assert len(d) == 20 and max(d) < 2.0
+
+
+def test_edit_prompts_carry_an_english_passage_to_copy() -> None:
+    from loadtest.prompts import PromptFactory
+
+    w = load_workload("edit")
+    assert w.edit_instruction and w.max_output_tokens < w.input_tokens.max
+    factory = PromptFactory(w, seed=3)
+    first, second = factory.make(0), factory.make(1)
+    assert first.prompt.startswith(w.edit_instruction) and first.prompt != second.prompt
+    assert first.prompt == PromptFactory(w, seed=3).make(0).prompt  # reproducible from (seed, index)
+    passage = first.prompt.split("\n\n", 1)[1]
+    assert passage.endswith(".") and len(passage.split()) >= w.input_tokens.min // 2
+    chat = PromptFactory(w, seed=3, chat=True).make(0)
+    assert chat.messages[-1]["content"] == first.prompt
+
+
+def test_edit_instruction_must_be_text(tmp_path) -> None:
+    bad = tmp_path / "w.yaml"
+    bad.write_text("input_tokens: 10\noutput_tokens: 10\nedit_instruction: 3\n")
+    with pytest.raises(WorkloadError, match="edit_instruction"):
+        load_workload(bad)

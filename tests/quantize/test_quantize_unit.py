@@ -129,11 +129,12 @@ def test_cli_without_interpreter_exits_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("SLOTUNE_QUANTIZE_PYTHON", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no venv of --setup either
     monkeypatch.setattr("tuner.quant_interpreter.REPO_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
     assert main(["quantize", "--model", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert "install-quantize.sh" in err and "Traceback" not in err
+    assert "tune quantize --setup" in err and "Traceback" not in err
 
 
 def test_cli_autoawq_is_refused_not_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

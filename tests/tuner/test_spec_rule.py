@@ -1,0 +1,85 @@
+"""The speculation rule (tuner.spec_rule): a speculating winner is kept only when its measured acceptance
+is above 0 and its goodput at the certified rate beats the same configuration without speculation."""
+
+from __future__ import annotations
+
+import json
+from html import unescape
+
+import pytest
+
+from launch.config import ServeConfig
+from tuner.certify import Certification, Soak
+from tuner.headline import headline
+from tuner.outputs import summarize, write_outputs
+from tuner.report_html import write_report
+from tuner.spec_rule import apply_rule, find_twin, twin_of
+from tuner.trial_result import COMPLETE, TrialResult
+
+PLAIN = ServeConfig(model="/m", max_num_seqs=16)
+NGRAM = ServeConfig(model="/m", max_num_seqs=16, speculative_method="ngram", num_speculative_tokens=3)
+
+
+def trial(n: int, config: ServeConfig, goodput: float, acceptance: float | None = None, base: bool = False):
+    server = {} if acceptance is None else {"spec_decode_drafts": 100, "spec_decode_acceptance_rate": acceptance}
+    return TrialResult(n, COMPLETE, base, config, slo_met=True, goodput_req_s=goodput, best_rate=goodput,
+                       report={"server": server, "ttft_ms": {"p95": 500.0}})  # fmt: skip
+
+
+def cert(n: int, rate: float, acceptance: float | None = None) -> Certification:
+    server = {} if acceptance is None else {"spec_decode_drafts": 50, "spec_decode_acceptance_rate": acceptance}
+    soak = Soak(rate, 30.0, True, (), rate, 10 * rate, rate, {"ttft_p95": 900.0}, {}, {"server": server})
+    return Certification(n, rate, 30.0, (soak,))
+
+
+def test_twin_is_the_same_configuration_without_speculation() -> None:
+    assert twin_of(NGRAM) == PLAIN
+    results = [trial(0, ServeConfig(model="/m"), 1.0, base=True), trial(1, NGRAM, 3.0, 0.6), trial(2, PLAIN, 2.0)]
+    assert find_twin(results[1], results).number == 2
+
+
+@pytest.mark.parametrize(
+    ("spec_rate", "acceptance", "kept"),
+    [(3.0, 0.6, True), (1.5, 0.6, False), (3.0, 0.0, False)],  # pays; slower than its twin; nothing accepted
+)
+def test_speculation_is_kept_only_when_acceptance_and_certified_goodput_both_beat_the_twin(
+    spec_rate: float, acceptance: float, kept: bool
+) -> None:
+    # the search flattered speculation (4.0 vs 2.0): the certified rates decide
+    results = [trial(0, ServeConfig(model="/m"), 1.0, base=True), trial(1, NGRAM, 4.0, 0.5), trial(2, PLAIN, 2.0)]
+    certs = {1: cert(1, spec_rate, acceptance), 2: cert(2, 2.0), 0: cert(0, 1.0)}
+    summary, verdict = apply_rule(summarize(results), results, certs)
+    assert verdict is not None and verdict.kept is kept and verdict.basis == "certified"
+    assert verdict.acceptance == acceptance and verdict.twin_trial == 2
+    assert summary.best.number == (1 if kept else 2)
+    assert ("kept" if kept else "dropped") in verdict.line and f"{spec_rate:.3f} vs 2.000" in verdict.line
+    head = headline(summary, certs, None)
+    assert head.certified_req_s == (spec_rate if kept else 2.0)
+
+
+def test_without_a_measured_twin_nothing_is_judged_and_nothing_swapped() -> None:
+    results = [trial(0, ServeConfig(model="/m"), 1.0, base=True), trial(1, NGRAM, 3.0, 0.6)]
+    summary, verdict = apply_rule(summarize(results), results, {})
+    assert summary.best.number == 1 and verdict is not None and not verdict.kept and "not judged" in verdict.line
+
+
+def test_a_best_without_speculation_has_no_verdict() -> None:
+    results = [trial(0, ServeConfig(model="/m"), 1.0, base=True), trial(2, PLAIN, 2.0)]
+    assert apply_rule(summarize(results), results, {})[1] is None
+
+
+def test_outputs_state_the_verdict_and_launch_the_kept_configuration(tmp_path) -> None:
+    results = [trial(0, ServeConfig(model="/m"), 1.0, base=True), trial(1, NGRAM, 4.0, 0.0), trial(2, PLAIN, 2.0)]
+    certs = {1: cert(1, 2.5, 0.0), 2: cert(2, 2.0), 0: cert(0, 1.0)}
+    launched = []
+
+    def script(path, best, head):
+        launched.append(best.config)
+
+    summary = write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, script, write_report, certifications=certs)
+    assert summary.best.number == 2 and launched == [PLAIN]  # nothing accepted: the twin is launched
+    best = json.loads((tmp_path / "best.json").read_text())
+    assert best["speculation"]["kept"] is False and best["best"]["trial"] == 2
+    report = unescape((tmp_path / "report.html").read_text())
+    assert "Speculative decoding" in report and best["speculation"]["line"] in report
+    assert "spec_acceptance_rate" in (tmp_path / "trials.csv").read_text().splitlines()[0]

@@ -1,0 +1,110 @@
+"""The seeds' rule for speculative decoding: a winner that speculates is kept only when its measured
+acceptance is above zero and its goodput at the certified rate beats the same configuration without
+speculation (its *twin*), measured the same way. Otherwise the twin wins and launch.sh runs it.
+
+Why: drafting costs a verification pass per step. On the H200 every ngram trial of random-weight models
+lost (0 drafts); on the CPU a 135M model verifies k+1 tokens at nearly k+1 times the cost of one, so even
+accepted drafts may not pay. The rule asks the measurement, not the sampler's luck on a short level.
+
+``twin_of`` names the configuration the pipeline measures (and certifies) beside a speculating winner;
+``apply_rule`` (pure) judges and returns the summary with the kept configuration as the best.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from launch.config import ServeConfig, speculation_on
+from tuner.certify import Certification
+from tuner.trial_result import COMPLETE, TrialResult
+
+if TYPE_CHECKING:  # tuner.outputs applies the rule: the type only, no import cycle
+    from tuner.outputs import Summary
+
+
+def twin_of(config: ServeConfig) -> ServeConfig:
+    """The same configuration with speculative decoding off."""
+    return replace(config, speculative_method=None, num_speculative_tokens=None, speculative_model=None)
+
+
+def speculates(trial: TrialResult | None) -> bool:
+    return trial is not None and speculation_on(trial.config.speculative_method)
+
+
+@dataclass(frozen=True)
+class SpecVerdict:
+    kept: bool
+    trial: int  # the speculating configuration's trial
+    twin_trial: int | None  # the same configuration without speculation (None: not measured)
+    acceptance: float | None  # accepted / drafted tokens, as vLLM counted them
+    rate_req_s: float | None
+    twin_rate_req_s: float | None
+    basis: str  # "certified" (both soaked) | "search" (the search's goodput, both sides)
+    line: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _acceptance(trial: TrialResult, cert: Certification | None) -> float | None:
+    soak = cert.certified_soak if cert is not None else None
+    server = (soak.report.get("server") or {}) if soak is not None else {}
+    if "spec_decode_acceptance_rate" in server or "spec_decode_drafts" in server:
+        return float(server.get("spec_decode_acceptance_rate") or 0.0)
+    value = trial.metric("server.spec_decode_acceptance_rate")
+    drafts = trial.metric("server.spec_decode_drafts")
+    return float(value) if value is not None else (0.0 if drafts is not None else None)
+
+
+def verdict(best: TrialResult, twin: TrialResult | None, certs: Mapping[int, Certification]) -> SpecVerdict:
+    """Judge a speculating ``best`` against its ``twin`` (None when the twin was not measured)."""
+    cert = certs.get(best.number)
+    acceptance = _acceptance(best, cert)
+    mine, theirs, basis = best.goodput_req_s if best.slo_met else 0.0, None, "search"
+    twin_cert = certs.get(twin.number) if twin is not None else None
+    if twin is not None:
+        theirs = twin.goodput_req_s if twin.slo_met else 0.0
+    if cert is not None and twin_cert is not None:
+        mine, theirs, basis = cert.certified_rate or 0.0, twin_cert.certified_rate or 0.0, "certified"
+    accepted = acceptance is not None and acceptance > 0
+    faster = theirs is not None and mine > theirs
+    method = f"{best.config.speculative_method} speculation (k={best.config.num_speculative_tokens})"
+    acc = "not measured" if acceptance is None else f"{acceptance:.1%}"
+    kept = accepted and faster
+    if twin is None:
+        line = f"{method} of trial {best.number}: acceptance {acc}; not judged, the same configuration "
+        line += "without it was not measured (the rule runs after certifying soaks)"
+    else:
+        why = f"{mine:.3f} vs {theirs:.3f} req/s without it (trial {twin.number}, {basis})"
+        line = f"{method} of trial {best.number} {'kept' if kept else 'dropped'}: acceptance {acc}; {why}"
+        if not kept:
+            line += "; it is kept only when its acceptance is above 0 and it beats the same configuration without it"
+    return SpecVerdict(kept, best.number, twin.number if twin else None, acceptance, mine, theirs, basis, line)
+
+
+def _measured(config: ServeConfig, results: list[TrialResult]) -> list[TrialResult]:
+    return sorted((r for r in results if r.state == COMPLETE and r.config == config), key=lambda r: r.number)
+
+
+def find_twin(best: TrialResult, results: list[TrialResult]) -> TrialResult | None:
+    """The latest completed trial of ``best``'s configuration without speculation."""
+    trials = _measured(twin_of(best.config), results)
+    return trials[-1] if trials else None
+
+
+def apply_rule(
+    summary: Summary, results: list[TrialResult], certs: Mapping[int, Certification]
+) -> tuple[Summary, SpecVerdict | None]:
+    """The summary whose best obeys the rule, and the verdict (None when the best does not speculate)."""
+    best = summary.best
+    if best is None or not speculates(best):
+        return summary, None
+    twin = find_twin(best, results)
+    judged = verdict(best, twin, certs)
+    if judged.kept or twin is None or not twin.slo_met:
+        return summary, judged
+    goodputs = tuple(r.goodput_req_s if r.slo_met else 0.0 for r in _measured(twin.config, results))
+    top = (twin, *(t for t in summary.top if t.number != twin.number))
+    return replace(summary, best=twin, best_goodputs=goodputs, top=top, gain_over_baseline=None), judged
