@@ -12,6 +12,8 @@ import pytest
 
 from tuner.quantize import QuantizeRecipe, QuantizeResult, quantize
 
+pytestmark = pytest.mark.quantize
+
 SOUND_SAMPLES = 32  # calibration samples of the sound quantization (the CLI's default is 128)
 DAMAGED = QuantizeRecipe(restore_below=0.0, max_rounds=1)  # one round: the damage comes after it
 DAMAGED_SAMPLES = 4
