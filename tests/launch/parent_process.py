@@ -10,6 +10,7 @@ until its stdin closes (so it cannot outlive a test run that was itself killed).
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,8 @@ SLEEPER = "import subprocess, time; subprocess.Popen(['sleep', '600']); print('c
 
 
 def main() -> None:
+    # Ctrl-C as a user at a terminal gives it: a run started in the background inherits SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     mode, log_dir = sys.argv[1], Path(sys.argv[2])
     if mode == "dummy":
         proc, _log, pidfile = spawn_watched(

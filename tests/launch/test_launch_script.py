@@ -137,16 +137,14 @@ def test_defaults_version_check_and_fingerprint(installed_info: VllmInfo, fake_p
 
 
 def test_the_server_runs_at_the_niceness_it_was_measured_at(
-    fake_python: Path, tmp_path: Path, vllm_python: str
+    installed_info: VllmInfo, fake_python: Path, tmp_path: Path
 ) -> None:
     """On the cpu profile trials run vLLM at niceness +10 beside the load generator; launch.sh does the same
     by default (a busy-polling vLLM at equal priority starved vllm bench serve's client), NICE=0 turns it off."""
-    from launch.vllm_info import probe_vllm
-
     model = _model(tmp_path, "m")
     fp = model_fingerprint(model)
     script = write_launch_script(
-        tmp_path / "l.sh", ServeConfig(model=str(model)), probe_vllm(vllm_python), fingerprint=fp,
+        tmp_path / "l.sh", ServeConfig(model=str(model)), installed_info, fingerprint=fp,
         model_dir=str(model), nice=10,
     )  # fmt: skip
     base = os.nice(0)
