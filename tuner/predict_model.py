@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from perfmodel.rank import Calibration, Candidate, Prediction
     from perfmodel.traffic import Demand
     from tuner.objective import TrialContext
+    from tuner.space import SpaceContext
 
 FIRST_EVALUATIONS = 300  # the defaults' fit (perfmodel.rank.calibrate's own default: 20-60 s on 2 cores)
 REFIT_EVALUATIONS = 80  # a refit after a launch starts from the previous costs (bench/perfmodel_sequential.py)
@@ -87,6 +88,22 @@ def observed_levels(result: TrialResult, demand: Demand, plan: MeasurePlan) -> l
                 best=whole.best if best else None,
             )
         )
+    return out
+
+
+def sample_space(sctx: SpaceContext, n: int, seed: int) -> dict[ServeConfig, dict[str, Any]]:
+    """Up to ``n`` distinct configurations drawn at random from the search space (tuner.space, as the study's
+    sampler draws them), each with the Optuna params that reproduce it."""
+    import optuna
+
+    from tuner.space import suggest_config
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    scratch = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    out: dict[ServeConfig, dict[str, Any]] = {}
+    for _ in range(n):
+        trial = scratch.ask()
+        out.setdefault(suggest_config(trial, sctx), dict(trial.params))
     return out
 
 

@@ -5,12 +5,36 @@ so the files of one study state the same figures as trials.csv's ``predicted_cap
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuner.svg import xy_chart
 from tuner.trial_result import COMPLETE, PREDICTED, TrialResult
+
+if TYPE_CHECKING:
+    from perfmodel.rank import Prediction
+
+
+def prediction_attr(p: Prediction) -> dict[str, Any]:
+    return {
+        "predicted_capacity_req_s": p.capacity_req_s,
+        "demonstrated_error": p.demonstrated_error,
+        "extrapolated": p.extrapolated,
+        "unseen": p.unseen,
+    }
+
+
+def with_prediction(result: TrialResult, attrs: Mapping[str, Any]) -> TrialResult:
+    """``result`` with its trial's prediction (a user attr set when it was enqueued), if any."""
+    pred = attrs.get(PREDICTED)
+    return result if pred is None else replace(result, extra={**result.extra, PREDICTED: dict(pred)})
+
+
+def measured_rate(r: TrialResult) -> float | None:
+    """The capacity a trial measured (its best passing rate); None when it has none to compare."""
+    return r.best_rate if r.state == COMPLETE and r.slo_met and r.best_rate else None
 
 
 def predictions(results: Sequence[TrialResult]) -> list[dict[str, Any]]:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tuner.errors import UsageError
+from tuner.predict_report import measured_rate, prediction_attr, with_prediction
 from tuner.trial_result import COMPLETE, PREDICTED, TrialResult
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from tuner.time_budget import TimeBudget
 
 PREDICTED_ATTR = PREDICTED  # an enqueued trial's prediction (user attr), kept in its TrialResult.extra
+__all__ = ["guided_search", "measured_rate", "prediction_attr", "run_predicted", "with_prediction"]
 CALIBRATION_ATTR = "perfmodel_calibration"  # the study's latest calibration (Calibration.to_dict)
 # a model off by more than this (median over its launches) does not stop the search: its ranking still orders
 # the launches, up to --trials (the validation's worst errors were 19-32 % on the H200: docs/perfmodel.md)
@@ -54,42 +56,6 @@ def check_settings(settings: TuneSettings, slos: Sequence[SLO]) -> None:
             f"--predict: the performance model does not predict {', '.join(itl)}; state it as a tpot SLO, or "
             "leave --predict out to measure it"
         )
-
-
-def sample_space(sctx: SpaceContext, n: int, seed: int) -> dict[ServeConfig, dict[str, Any]]:
-    """Up to ``n`` distinct configurations drawn at random from the search space (tuner.space, as the study's
-    sampler draws them), each with the Optuna params that reproduce it."""
-    import optuna
-
-    from tuner.space import suggest_config
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    scratch = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    out: dict[ServeConfig, dict[str, Any]] = {}
-    for _ in range(n):
-        trial = scratch.ask()
-        out.setdefault(suggest_config(trial, sctx), dict(trial.params))
-    return out
-
-
-def prediction_attr(p: Prediction) -> dict[str, Any]:
-    return {
-        "predicted_capacity_req_s": p.capacity_req_s,
-        "demonstrated_error": p.demonstrated_error,
-        "extrapolated": p.extrapolated,
-        "unseen": p.unseen,
-    }
-
-
-def with_prediction(result: TrialResult, attrs: Mapping[str, Any]) -> TrialResult:
-    """``result`` with its trial's prediction (a user attr set when it was enqueued), if any."""
-    pred = attrs.get(PREDICTED_ATTR)
-    return result if pred is None else replace(result, extra={**result.extra, PREDICTED_ATTR: dict(pred)})
-
-
-def measured_rate(r: TrialResult) -> float | None:
-    """The capacity a trial measured (its best passing rate); None when it has none to compare."""
-    return r.best_rate if r.state == COMPLETE and r.slo_met and r.best_rate else None
 
 
 def converged(best_measured: float | None, left: Sequence[Prediction], error: float | None) -> str | None:
@@ -255,6 +221,7 @@ def run_predicted(
 ) -> int:
     """``tune --predict``'s search: ``guided_search`` over a sample of the space, one trial at a time on the
     first device, each launched trial's TrialResult carrying its prediction."""
+    from tuner.predict_model import sample_space
     from tuner.study import run_study
 
     device = settings.device_list()[0]

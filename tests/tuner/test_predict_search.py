@@ -9,14 +9,13 @@ from launch.config import ServeConfig
 from perfmodel.costs import Costs
 from perfmodel.family import family_of
 from perfmodel.rank import Calibration, Prediction
-from tuner.predict_model import Model
+from tuner.predict_model import Model, sample_space
 from tuner.predict_search import (
     CALIBRATION_ATTR,
     PREDICTED_ATTR,
     Queue,
     converged,
     run_predicted,
-    sample_space,
 )
 from tuner.settings import TuneSettings
 from tuner.space import SpaceContext, suggest_config
