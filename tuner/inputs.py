@@ -18,6 +18,7 @@ from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.measure import MeasurePlan
 from tuner.model_spec import ModelSpec
+from tuner.predict_search import check_settings as check_predict
 from tuner.settings import TuneSettings
 
 CPU_KV_SPACE_DEFAULT_GIB = "2"
@@ -95,6 +96,7 @@ def load_inputs(settings: TuneSettings, vllm: VllmInfo | None = None) -> Inputs:
         if extra:
             check_model_dir(extra, flag)
     slos = parse_slos(settings.slo)
+    check_predict(settings, slos)
     gpu = GPUProfile.load(settings.gpu)
     actual = GPUProfile.load(settings.emulate_on) if settings.emulate_on else None  # "auto": the local GPU
     notes: list[str] = []

@@ -222,6 +222,16 @@ def best_document(
     }
 
 
+def with_predictions(document: dict[str, Any], results: list[TrialResult]) -> dict[str, Any]:
+    """best.json with perfmodel's prediction against the measurement of each trial it launched (--predict)."""
+    from tuner.predict_report import median_error, predictions
+
+    rows = predictions(results)
+    if not rows:
+        return document
+    return {**document, "predictions": rows, "prediction_median_abs_error": median_error(rows)}
+
+
 def write_outputs(
     out: Path,
     results: list[TrialResult],
@@ -247,7 +257,7 @@ def write_outputs(
     tmp = out / "trials.csv.tmp"
     frame.to_csv(tmp, index=False)
     os.replace(tmp, out / "trials.csv")
-    document = best_document(summary, meta, head, certifications)
+    document = with_predictions(best_document(summary, meta, head, certifications), results)
     price = gpu_price(document)
     document["cost"] = cost_document(document, *price)  # $ per million output tokens at the stated rates
     atomic_write(out / "best.json", json.dumps(document, indent=2, default=str))

@@ -269,7 +269,14 @@ def tune(
             measure_locks={d: threading.Lock() for d in devices},
         )
         devices = [d for d in devices for _ in (0, 1)]
-    ran = run_study(study, s.trials, run_one, after_each, devices=devices, budget=budget)
+    if s.predict:  # perfmodel picks what to launch (issue #24)
+        from tuner.predict_model import perf_model
+        from tuner.predict_search import run_predicted
+
+        say = functools.partial(progress.say, trial="predict")
+        ran = run_predicted(study, s, sctx, perf_model(tctx), run_one, after_each, say, budget)
+    else:
+        ran = run_study(study, s.trials, run_one, after_each, devices=devices, budget=budget)
     summary = write_all(study)
     earlier = current_confirmation(stored_runs(study), summary)
     fresh = (

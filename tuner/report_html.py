@@ -10,6 +10,7 @@ from typing import Any
 from tuner.certify import Certification
 from tuner.headline import Headline
 from tuner.outputs import Summary, atomic_write
+from tuner.predict_report import section as predicted_section
 from tuner.svg import bar_chart, pareto_front, xy_chart
 from tuner.trial_result import TrialResult
 
@@ -182,7 +183,7 @@ def render(
         f"<h2>Certification</h2>{_certifications(certifications or {})}{_speculation(meta)}{_sample(meta)}"
         f"<h2>Cost</h2><pre>{escape(chr(10).join(cost)) or 'not stated'}</pre>"
         f"<h2>Winning configuration</h2><table>{best_cfg or '<tr><td>none</td></tr>'}</table>"
-        f"<h2>Charts</h2>{_charts(results, summary, importances or {})}"
+        f"<h2>Charts</h2>{_charts(results, summary, importances or {})}{predicted_section(results)}"
         f"<h2>All trials</h2>{_trials_table(results)}"
         f"<h2>Settings</h2><table>{settings}</table><h2>Versions</h2><table>{versions}</table>"
         "</body></html>"

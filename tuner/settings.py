@@ -127,6 +127,19 @@ FIELDS: dict[str, Field] = {
         False,
         rules.FLAG,
     ),
+    "predict": Field(
+        bool,
+        "rank a sample of the search space with perfmodel, calibrated on vLLM's defaults and refitted after "
+        "each launch, and launch only the best predicted (--trials caps the launches); see docs/perfmodel.md",
+        False,
+        rules.FLAG,
+    ),
+    "predict_sample": Field(
+        int,
+        "with --predict: configurations sampled from the search space and ranked",
+        200,
+        rules.whole(1, 10_000, " of configurations", example=200),
+    ),
 }
 
 
@@ -189,6 +202,8 @@ class TuneSettings:
     startup_timeout: float = 900.0
     time_budget: float | None = None
     overlap_startup: bool = False
+    predict: bool = False
+    predict_sample: int = 200
     confirm: int = 0
     resume: bool = False
     config_file: str | None = None

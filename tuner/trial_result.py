@@ -12,6 +12,7 @@ from typing import Any
 from launch.config import KNOBS, ServeConfig
 
 COMPLETE, FAIL, PRUNED = "COMPLETE", "FAIL", "PRUNED"
+PREDICTED = "predicted"  # key in ``extra``: the capacity perfmodel predicted before launch (tune --predict)
 
 
 @dataclass(frozen=True)
@@ -89,4 +90,6 @@ class TrialResult:
         row["spec_acceptance_rate"] = None if rate is None else round(rate, 4)
         row["startup_s"] = None if self.startup_s is None else round(self.startup_s, 1)
         row["duration_s"] = None if self.duration_s is None else round(self.duration_s, 1)
+        predicted = (self.extra.get(PREDICTED) or {}).get("predicted_capacity_req_s")
+        row["predicted_capacity_req_s"] = None if predicted is None else round(predicted, 4)
         return row

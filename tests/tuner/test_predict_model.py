@@ -1,0 +1,71 @@
+"""tuner.predict_model: a trial measured by today's tuner as what perfmodel learns from — each level replayed
+apart with the seed it was measured under and the requests its rate sent over its length."""
+
+from __future__ import annotations
+
+from launch.config import ServeConfig
+from loadtest.slo import parse_slos
+from loadtest.workload import load_workload
+from perfmodel.traffic import Demand
+from tuner.measure import MeasurePlan
+from tuner.objective import level_seed
+from tuner.predict_model import observed_levels, short_levels
+from tuner.trial_result import COMPLETE, TrialResult
+
+PLAN = MeasurePlan(probe_requests=48, probe_concurrency=32, level_duration_s=6.0, min_level_requests=12, seed=3)
+BUDGET = {
+    "max_num_seqs": 16,
+    "max_num_batched_tokens": 2048,
+    "num_blocks": 1000,
+    "block_size": 16,
+    "max_model_len": 2048,
+    "kv_bytes_per_token": 4096,
+}
+
+
+def level(kind, rate=None, conc=None, met=True, duration=None, steady=True):
+    return {
+        "kind": kind,
+        "rate": rate,
+        "concurrency": conc,
+        "slo_met": met,
+        "throughput_req_s": 5.0,
+        "ttft_p95_ms": 100.0,
+        "tpot_p95_ms": 10.0,
+        "duration_s": duration,
+        "steady_holds": steady,
+    }
+
+
+def test_each_level_is_its_own_trial_with_its_seed_and_sent_requests():
+    levels = (
+        level("probe", conc=32),
+        level("rate", rate=2.0, duration=30.0),
+        level("rate", rate=6.0, met=True, steady=False, duration=40.0),
+        level("rate", rate=4.0, duration=50.0),
+    )
+    result = TrialResult(
+        7,
+        COMPLETE,
+        False,
+        ServeConfig(model="/m", max_num_seqs=16),
+        slo_met=True,
+        goodput_req_s=4.0,
+        best_rate=4.0,
+        report={"ttft_ms": {"p50": 50.0}},
+        levels=levels,
+        budget=BUDGET,
+    )
+    demand = Demand(load_workload("chat"), parse_slos("ttft_p95=2s"))
+    out = observed_levels(result, demand, PLAN)
+    assert [o.seed for o in out] == [level_seed(3, 7, k) for k in range(4)]
+    assert [o.levels[0].requests for o in out] == [48, 54, 216, 180]  # rate x length x (1 - 1/10 lifetimes)
+    assert [o.levels[0].slo_met for o in out] == [True, True, False, True]  # an unsteady level did not pass
+    assert [o.best_rate for o in out] == [None, None, None, 4.0] and out[3].best == result.report
+    assert out[0].engine.max_num_seqs == 16 and out[0].engine.num_blocks == 999  # vLLM's null block
+
+
+def test_short_levels_carry_the_plans_sizes():
+    s = short_levels(PLAN)
+    assert (s.probe_requests, s.probe_concurrency, s.min_level_requests) == (48, 32, 12)
+    assert s.level_requests(2.0) == PLAN.level_requests(2.0)

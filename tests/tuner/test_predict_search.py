@@ -1,0 +1,252 @@
+"""tune --predict (tuner.predict_search): which trials the model launches, in what order, when it stops, and
+what each launched trial keeps — with a fake model and fake measurements (no server, no calibration)."""
+
+from __future__ import annotations
+
+import pytest
+
+from launch.config import ServeConfig
+from perfmodel.costs import Costs
+from perfmodel.family import family_of
+from perfmodel.rank import Calibration, Prediction
+from tuner.predict_model import Model, sample_space
+from tuner.predict_search import (
+    CALIBRATION_ATTR,
+    PREDICTED_ATTR,
+    Queue,
+    converged,
+    run_predicted,
+)
+from tuner.settings import TuneSettings
+from tuner.space import SpaceContext, suggest_config
+from tuner.study import enqueue_first, open_study, results_of
+from tuner.trial_result import COMPLETE, TrialResult
+
+BASE = ServeConfig(model="/m")
+SCTX = SpaceContext(base=BASE, min_model_len=1000, model_max_len=4096, is_cpu=True)
+COSTS = Costs(0.004, 2e-5, 5e-5, 1e-13, 0.0, 1e-3, 2e-5)
+
+
+def truth(config: ServeConfig) -> float:
+    """The fake server's capacity: more sequences and bigger batches help; the defaults sustain 10 req/s."""
+    if config == BASE:
+        return 10.0
+    return (config.max_num_seqs or 8) / 8 + (config.max_num_batched_tokens or 512) / 1024
+
+
+class FakeModel:
+    """Predicts truth × (1 + bias); speculative configurations are of a family it has not calibrated."""
+
+    def __init__(self, bias=lambda c: 0.0) -> None:
+        self.bias = bias
+        self.fits: list[tuple[list[int], int]] = []  # (trials fitted, checks kept) per calibrate call
+
+    def calibrate(self, measured, previous):
+        checks = previous.checks if previous is not None else ()
+        self.fits.append(([r.number for r in measured], len(checks)))
+        return Calibration(family_of(BASE), frozenset({"auto"}), COSTS, tuple(r.number for r in measured), 0.0, checks)
+
+    def rank(self, configs, cal):
+        preds = []
+        for c in configs:
+            if c.speculative_method:
+                preds.append(Prediction(c, None, None, None, unseen=f"engine family {family_of(c)} was not calibrated"))
+            else:
+                p = truth(c) * (1 + self.bias(c))
+                preds.append(Prediction(c, p, p, cal.demonstrated_error))
+        return sorted(preds, key=lambda p: (p.capacity_req_s is None, -(p.capacity_req_s or 0.0)))
+
+    def model(self) -> Model:
+        return Model(self.calibrate, self.rank)
+
+
+def fake_run_one(trial, device):
+    baseline = bool(trial.user_attrs.get("is_baseline"))
+    config = BASE if baseline else suggest_config(trial, SCTX)
+    rate = truth(config)
+    return TrialResult(trial.number, COMPLETE, baseline, config, slo_met=True, goodput_req_s=rate, best_rate=rate)
+
+
+def run(tmp_path, fake: FakeModel, trials: int, sample: int = 60):
+    settings = TuneSettings(
+        model="/m", gpu="cpu", slo="ttft_p95=2s", trials=trials, predict=True, predict_sample=sample
+    )
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+    lines: list[str] = []
+    ran = run_predicted(study, settings, SCTX, fake.model(), fake_run_one, lambda st: None, lines.append)
+    return study, ran, lines
+
+
+def test_launches_the_top_prediction_then_each_unseen_family_then_stops_within_the_error(tmp_path):
+    fake = FakeModel()  # exact predictions: the first launch shows an error of 0
+    study, ran, lines = run(tmp_path, fake, trials=10)
+    results = sorted(results_of(study), key=lambda r: r.number)
+    assert ran == len(results) and results[0].is_baseline
+    other = FakeModel()
+    ranked = other.rank(list(sample_space(SCTX, 60, 0)), other.calibrate([results[0]], None))
+    assert results[1].config == ranked[0].config  # the best predicted first
+    assert results[1].extra[PREDICTED_ATTR]["predicted_capacity_req_s"] == pytest.approx(truth(results[1].config))
+    assert results[2].config.speculative_method  # then the family the model cannot predict, measured
+    assert "not calibrated" in results[2].extra[PREDICTED_ATTR]["unseen"]
+    assert results[2].extra[PREDICTED_ATTR]["predicted_capacity_req_s"] is None
+    assert len(results) == 3 < 10  # then it stops: nothing left is predicted above the best measured
+    assert any("within the model's demonstrated error (0.0 %)" in line for line in lines), lines
+    assert any("not predicted" in line and "launching" in line for line in lines)
+    assert fake.fits == [([0], 0), ([0, 1], 1)]  # the defaults, then the defaults and the launch, one check
+    stored = study.user_attrs[CALIBRATION_ATTR]
+    assert stored["trials"] == [0, 1] and stored["checks"][0]["trial"] == 1
+
+
+def test_launches_stop_at_trials_when_the_model_keeps_being_wrong(tmp_path):
+    # over-predicts by half: its demonstrated error (50 %) is too large to stop the search
+    fake = FakeModel(bias=lambda c: 0.5)
+    study, ran, lines = run(tmp_path, fake, trials=6)
+    results = results_of(study)
+    assert len(results) == 6 == ran
+    assert len({r.config for r in results}) == 6  # no configuration launched twice
+    predicted = [r for r in results if (r.extra.get(PREDICTED_ATTR) or {}).get("predicted_capacity_req_s")]
+    assert len(predicted) == 4  # baseline, one per unseen family (1), the rest predicted
+    assert not any("no more launches" in line for line in lines)
+    assert any("demonstrated error now 50.0 % (over 25 %: not trusted" in line for line in lines), lines
+    assert fake.fits[-1][1] == 4  # each predicted launch a check, kept through the refits
+
+
+def test_defaults_without_capacity_leave_the_search_unguided(tmp_path):
+    fake = FakeModel()
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=3, predict=True, predict_sample=20)
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+
+    def run_one(trial, device):
+        r = fake_run_one(trial, device)
+        return TrialResult(r.number, COMPLETE, r.is_baseline, r.config) if r.is_baseline else r
+
+    lines: list[str] = []
+    assert run_predicted(study, settings, SCTX, fake.model(), run_one, lambda st: None, lines.append) == 3
+    assert "unguided" in lines[0] and fake.fits == []
+    assert not any(PREDICTED_ATTR in r.extra for r in results_of(study))
+
+
+def pred(cap, name="m", spec=None):
+    return Prediction(
+        ServeConfig(model=f"/{name}", max_num_seqs=int(cap * 10), speculative_method=spec), cap, cap, None
+    )
+
+
+def test_converged_needs_a_shown_error_and_a_best_measured():
+    left = [pred(11.0)]
+    assert converged(None, left, 0.1) is None
+    assert converged(10.0, left, None) is None  # no launch has shown the model's error yet
+    assert converged(10.0, left, 0.05) is None  # 11 > 10 × 1.05: worth a launch
+    assert "within the model's demonstrated error (10.0 %)" in converged(10.0, left, 0.1)
+    assert "every predicted configuration" in converged(10.0, [], None)
+    assert converged(10.0, left, 0.3) is None  # over TRUSTED_ERROR: the model does not stop the search
+
+
+def test_queue_order_one_per_unseen_family():
+    unseen = [
+        Prediction(ServeConfig(model="/m", speculative_method="ngram", max_num_seqs=s), None, None, None, unseen=u)
+        for s, u in ((8, "engine family ngram:1 was not calibrated"), (16, "engine family ngram:1 was not calibrated"))
+    ]
+    q = Queue.of([pred(3.0), pred(2.0), *unseen], launched={pred(3.0).config})
+    assert [p.capacity_req_s for p in q.predicted] == [2.0] and len(q.unseen) == 1
+    assert q.next(0, None) == q.predicted[0]
+    assert q.next(1, "converged") == q.unseen[0]
+    assert q.without(q.unseen[0].config).next(1, "converged") is None
+    assert q.without(q.unseen[0].config).next(1, None) == q.predicted[0]
+
+
+def test_sample_space_draws_distinct_configs_that_the_params_reproduce():
+    import optuna
+
+    configs = sample_space(SCTX, 40, seed=1)
+    assert 10 < len(configs) <= 40
+    study = optuna.create_study()
+    for config, params in list(configs.items())[:5]:
+        study.enqueue_trial(params)
+        assert suggest_config(study.ask(), SCTX) == config
+
+
+# ---- what the files say -------------------------------------------------------------------------------------
+def test_files_state_predicted_against_measured_only_for_launched_trials(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from tuner.outputs import write_outputs
+    from tuner.report_html import write_report
+
+    def res(n, rate, predicted=None, **cfg):
+        extra = {} if predicted is None else {PREDICTED_ATTR: predicted}
+        return TrialResult(
+            n,
+            COMPLETE,
+            n == 0,
+            ServeConfig(model="/m", **cfg),
+            slo_met=True,
+            goodput_req_s=rate,
+            best_rate=rate,
+            report={"ttft_ms": {"p95": 100.0}},
+            extra=extra,
+        )
+
+    attrs = {"demonstrated_error": None, "extrapolated": None, "unseen": None}
+    results = [
+        res(0, 10.0),
+        res(1, 20.0, {**attrs, "predicted_capacity_req_s": 22.0}, max_num_seqs=64),
+        res(
+            2,
+            8.0,
+            {**attrs, "predicted_capacity_req_s": None, "unseen": "engine family x was not calibrated"},
+            speculative_method="ngram",
+            num_speculative_tokens=2,
+        ),
+    ]
+    write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, lambda *a: None, write_report)
+    frame = pd.read_csv(tmp_path / "trials.csv")
+    assert pd.isna(frame.loc[0, "predicted_capacity_req_s"]) and pd.isna(frame.loc[2, "predicted_capacity_req_s"])
+    assert frame.loc[1, "predicted_capacity_req_s"] == 22.0
+    best = json.loads((tmp_path / "best.json").read_text())
+    assert [p["trial"] for p in best["predictions"]] == [1, 2]
+    assert best["predictions"][0]["error"] == pytest.approx(0.1) and best["predictions"][1]["error"] is None
+    assert best["prediction_median_abs_error"] == pytest.approx(0.1)
+    html = (tmp_path / "report.html").read_text()
+    assert "Predicted vs measured" in html and "+10.0 %" in html and "engine family x was not calibrated" in html
+
+
+def test_a_study_without_predict_writes_an_empty_column_and_no_predictions(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from tuner.outputs import write_outputs
+    from tuner.report_html import write_report
+
+    r = TrialResult(0, COMPLETE, True, BASE, slo_met=True, goodput_req_s=5.0, best_rate=5.0)
+    write_outputs(tmp_path, [r], {"slo": "ttft_p95=2s"}, lambda *a: None, write_report)
+    assert pd.read_csv(tmp_path / "trials.csv")["predicted_capacity_req_s"].isna().all()
+    assert "predictions" not in json.loads((tmp_path / "best.json").read_text())
+    assert "Predicted vs measured" not in (tmp_path / "report.html").read_text()
+
+
+# ---- bad input ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--predict-sample", "0"], "--predict-sample '0': must be a whole number of configurations from 1 to 10000"),
+        (["--predict-sample", "many"], "--predict-sample 'many': must be a whole number"),
+        (["--predict", "--devices", "0,1"], "--predict launches one trial at a time"),
+        (["--predict", "--slo", "itl_p99=100ms"], "--predict: the performance model does not predict itl_p99"),
+    ],
+)
+def test_bad_predict_settings_exit_2_with_one_line(extra, needle, tmp_path, monkeypatch, capsys):
+    from tuner.cli import main
+    from tuner.synthetic import write_model
+
+    monkeypatch.chdir(tmp_path)
+    model = write_model(tmp_path / "m", "llama-tiny", weights=False)
+    args = ["--model", str(model), "--gpu", "h200", "--slo", "ttft_p95=2s", *extra]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

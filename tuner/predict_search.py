@@ -1,0 +1,240 @@
+"""``tune --predict`` (issue #24): predict, then measure. After vLLM's defaults are measured, perfmodel is
+calibrated on them, a sample of the search space is budgeted and ranked, and only the best predicted
+configurations are launched, one at a time, each refitting the model on every launch of the defaults' engine
+family so far. Launching stops when no configuration left is predicted to beat the best measured capacity by
+more than the model's demonstrated error (median |predicted − measured| of its launches; an error over
+TRUSTED_ERROR stops nothing), or at --trials.
+
+A sampled configuration of an engine family the model has not calibrated (speculative decoding, the quantized
+variant) is not predicted: the first of each such family is measured after the top prediction, as any trial.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tuner.errors import UsageError
+from tuner.predict_report import measured_rate, prediction_attr, with_prediction
+from tuner.trial_result import COMPLETE, PREDICTED, TrialResult
+
+if TYPE_CHECKING:
+    import optuna
+
+    from launch.config import ServeConfig
+    from loadtest.slo import SLO
+    from perfmodel.rank import Calibration, Prediction
+    from tuner.predict_model import Model
+    from tuner.settings import TuneSettings
+    from tuner.space import SpaceContext
+    from tuner.time_budget import TimeBudget
+
+PREDICTED_ATTR = PREDICTED  # an enqueued trial's prediction (user attr), kept in its TrialResult.extra
+__all__ = ["guided_search", "measured_rate", "prediction_attr", "run_predicted", "with_prediction"]
+CALIBRATION_ATTR = "perfmodel_calibration"  # the study's latest calibration (Calibration.to_dict)
+# a model off by more than this (median over its launches) does not stop the search: its ranking still orders
+# the launches, up to --trials (the validation's worst errors were 19-32 % on the H200: docs/perfmodel.md)
+TRUSTED_ERROR = 0.25
+RERANK = 24  # after a refit, the best this many left are predicted again (0.5-1 s each on 2 cores)
+
+
+def check_settings(settings: TuneSettings, slos: Sequence[SLO]) -> None:
+    """Before any work: --predict launches one trial at a time and predicts TTFT, TPOT and E2E SLOs only."""
+    if not settings.predict:
+        return
+    if len(settings.device_list()) > 1 or settings.overlap_startup:
+        raise UsageError(
+            "--predict launches one trial at a time (each refits the model for the next): leave out "
+            "--devices with several GPUs and --overlap-startup, or --predict"
+        )
+    itl = [str(s) for s in slos if s.metric not in ("ttft", "tpot", "e2e")]
+    if itl:
+        raise UsageError(
+            f"--predict: the performance model does not predict {', '.join(itl)}; state it as a tpot SLO, or "
+            "leave --predict out to measure it"
+        )
+
+
+def converged(best_measured: float | None, left: Sequence[Prediction], error: float | None) -> str | None:
+    """Why launching more predicted configurations cannot pay, or None."""
+    if not left:
+        return "every predicted configuration of the sample was launched"
+    top = left[0].capacity_req_s or 0.0
+    if best_measured is None or error is None or error > TRUSTED_ERROR:
+        return None  # nothing to compare yet, no launch has shown the model's error, or it is too large
+    if top <= best_measured * (1.0 + error):
+        return (
+            f"the best measured {best_measured:.3f} req/s is within the model's demonstrated error "
+            f"({100 * error:.1f} %) of the best prediction left ({top:.3f} req/s)"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Queue:
+    """What is left to launch: predicted configurations best first, and one configuration per kind of engine
+    family not calibrated (weights, speculative method, TP: the number of speculative tokens not told apart)."""
+
+    predicted: tuple[Prediction, ...]
+    unseen: tuple[Prediction, ...]
+
+    @classmethod
+    def of(cls, ranked: Sequence[Prediction], launched: set[ServeConfig]) -> Queue:
+        from perfmodel.family import family_of
+
+        left = [p for p in ranked if p.config not in launched]
+        unseen: dict[tuple[str, str, int], Prediction] = {}
+        for p in left:  # one per weights, speculative method (any number of tokens) and TP
+            if p.capacity_req_s is None:
+                f = family_of(p.config)
+                unseen.setdefault((f.model, f.speculative.split(":")[0], f.tensor_parallel), p)
+        return cls(tuple(p for p in left if p.capacity_req_s is not None), tuple(unseen.values()))
+
+    def next(self, launched_predicted: int, stop: str | None) -> Prediction | None:
+        """The top prediction first, then each uncalibrated family once, then predictions until ``stop``."""
+        if self.predicted and launched_predicted == 0:
+            return self.predicted[0]
+        if self.unseen:
+            return self.unseen[0]
+        return self.predicted[0] if self.predicted and stop is None else None
+
+    def without(self, config: ServeConfig) -> Queue:
+        return Queue(
+            tuple(p for p in self.predicted if p.config != config), tuple(p for p in self.unseen if p.config != config)
+        )
+
+
+def _knobs(p: Prediction) -> str:
+    return str(p.config.knobs())
+
+
+def _first_ranking(model: Model, cal: Calibration, configs: Sequence[ServeConfig], say: Callable[[str], None]) -> Any:
+    t0 = time.monotonic()
+    ranked = model.rank(configs, cal)
+    unseen = [p for p in ranked if p.capacity_req_s is None]
+    say(
+        f"--predict: {len(configs)} configurations sampled, {len(configs) - len(ranked)} dropped by the KV budget, "
+        f"{len(ranked) - len(unseen)} predicted in {time.monotonic() - t0:.0f} s"
+        + (f"; {len(unseen)} of engine families not calibrated, not predicted (measured instead)" if unseen else "")
+    )
+    for i, p in enumerate([p for p in ranked if p.capacity_req_s is not None][:3], 1):
+        say(f"--predict: #{i} predicted {p.capacity_req_s:.3f} req/s: {_knobs(p)}")
+    return ranked
+
+
+def _refit(model: Model, cal: Calibration, measured: list[TrialResult], new: TrialResult) -> tuple[Calibration, str]:
+    """After a launch of the calibrated family: its check (predicted before, measured after) and the refit."""
+    from perfmodel.family import family_of
+    from perfmodel.rank import Check
+
+    pred = (new.extra.get(PREDICTED_ATTR) or {}).get("predicted_capacity_req_s")
+    rate = measured_rate(new)
+    if family_of(new.launched or new.config) != cal.family or new.state != COMPLETE:
+        return cal, f"trial {new.number}: {new.state}, {rate or 0:.3f} req/s measured (not refitted on)"
+    measured.append(new)
+    checks = (Check(new.number, pred, rate),) if pred is not None and rate else ()
+    cal = model.calibrate(measured, cal.checked(*checks))
+    err = cal.demonstrated_error
+    line = f"trial {new.number}: measured {rate or 0:.3f} req/s"
+    if checks:
+        line += f", predicted {pred:.3f} ({100 * checks[0].rel_error:+.1f} %)"
+    if err is not None:
+        line += f"; demonstrated error now {100 * err:.1f} %"
+        if err > TRUSTED_ERROR:
+            line += f" (over {100 * TRUSTED_ERROR:.0f} %: not trusted to stop the search)"
+    return cal, line + "; refitted"
+
+
+def guided_search(
+    study: optuna.Study,
+    total: int,
+    run_until: Callable[[int], int],
+    model: Model,
+    configs: Mapping[ServeConfig, dict[str, Any]],
+    say: Callable[[str], None],
+    budget: TimeBudget | None = None,
+) -> int:
+    """Run the study's trials up to ``total`` as the model directs; ``run_until(n)`` runs trials until the
+    study holds ``n`` finished ones (the baseline is enqueued first). Returns how many ran here."""
+    from perfmodel.rank import Calibration
+    from tuner.study import finished, results_of
+
+    ran = run_until(1) if not _baseline(results_of(study)) else 0
+    base = _baseline(results_of(study))
+    if base is None or measured_rate(base) is None:
+        say("--predict: vLLM's defaults measured no capacity to calibrate on; the search goes on unguided")
+        return ran + run_until(total)
+    stored = study.user_attrs.get(CALIBRATION_ATTR)
+    cal = Calibration.from_dict(stored) if stored else model.calibrate([base], None)
+    measured = [r for r in results_of(study) if r.number in cal.trials and r.number != base.number]
+    measured = [base, *measured]
+    study.set_user_attr(CALIBRATION_ATTR, cal.to_dict())
+    launched = {r.config for r in results_of(study)}
+    queue = Queue.of(_first_ranking(model, cal, list(configs), say), launched)
+    done_predicted = sum(
+        1 for r in results_of(study) if (r.extra.get(PREDICTED_ATTR) or {}).get("predicted_capacity_req_s") is not None
+    )
+    durations: list[float] = []
+    while len(finished(study)) < total:
+        best = max((x for r in results_of(study) if (x := measured_rate(r)) is not None), default=None)
+        stop = converged(best, queue.predicted, cal.demonstrated_error)
+        pick = queue.next(done_predicted, stop)
+        if pick is None:
+            say(f"--predict: no more launches: {stop}")
+            break
+        if budget is not None and durations and statistics.median(durations) > budget.left():
+            say("--predict: time budget nearly spent: no new trial starts (resume to continue)")
+            break
+        study.enqueue_trial(configs[pick.config], user_attrs={PREDICTED_ATTR: prediction_attr(pick)})
+        what = f"not predicted: {pick.unseen}"
+        if pick.capacity_req_s is not None:
+            what = f"predicted {pick.capacity_req_s:.3f} req/s"
+        say(f"--predict: launching {what}: {_knobs(pick)}")
+        t0, before = time.monotonic(), len(finished(study))
+        ran += run_until(before + 1)
+        durations.append(time.monotonic() - t0)
+        queue = queue.without(pick.config)
+        new = max(results_of(study), key=lambda r: r.number)
+        if len(finished(study)) == before or new.config != pick.config:
+            break  # given up (time budget): the study stays resumable
+        done_predicted += int(pick.capacity_req_s is not None)
+        cal, line = _refit(model, cal, measured, new)
+        study.set_user_attr(CALIBRATION_ATTR, cal.to_dict())
+        say("--predict: " + line)
+        reranked = model.rank([p.config for p in queue.predicted[:RERANK]], cal)
+        queue = Queue((*reranked, *queue.predicted[RERANK:]), queue.unseen)
+    return ran
+
+
+def run_predicted(
+    study: optuna.Study,
+    settings: TuneSettings,
+    sctx: SpaceContext,
+    model: Model,
+    run_one: Callable[[optuna.Trial, str | None], TrialResult],
+    after_each: Callable[[optuna.Study], None],
+    say: Callable[[str], None],
+    budget: TimeBudget | None = None,
+) -> int:
+    """``tune --predict``'s search: ``guided_search`` over a sample of the space, one trial at a time on the
+    first device, each launched trial's TrialResult carrying its prediction."""
+    from tuner.predict_model import sample_space
+    from tuner.study import run_study
+
+    device = settings.device_list()[0]
+
+    def run_until(n: int) -> int:
+        def one(trial: optuna.Trial, dev: str | None) -> TrialResult:
+            return with_prediction(run_one(trial, dev), trial.user_attrs)
+
+        return run_study(study, min(n, settings.trials), one, after_each, devices=[device], budget=budget)
+
+    configs = sample_space(sctx, settings.predict_sample, settings.seed)
+    return guided_search(study, settings.trials, run_until, model, configs, say, budget)
+
+
+def _baseline(results: Sequence[TrialResult]) -> TrialResult | None:
+    return next((r for r in results if r.is_baseline), None)
