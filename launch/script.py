@@ -221,7 +221,8 @@ fi
 
 {exports}
 if [ "$NICE" -gt 0 ]; then  # this shell, the watcher and vLLM (exec'd below); the session too where grouped
-  renice -n "$NICE" -p $$ >/dev/null
+  renice -n "$NICE" -p $$ >/dev/null 2>&1 \
+    || echo "launch.sh: cannot set niceness $NICE (an unprivileged user cannot lower it); running at $(nice)" >&2
   if ! {{ echo "$NICE" > /proc/self/autogroup; }} 2>/dev/null; then
     echo "launch.sh: niceness $NICE for this process only (no session autogroup here)" >&2
   fi

@@ -154,7 +154,8 @@ def test_the_server_runs_at_the_niceness_it_was_measured_at(
         assert r.returncode == 0, r.stderr
         return int(next(ln for ln in r.stdout.splitlines() if ln.startswith("NICENESS "))[9:])
 
-    assert niceness() == max(base, 10) and niceness(NICE="0") == base
+    measured = 10 if base <= 10 or os.geteuid() == 0 else base  # only root may lower a niceness
+    assert niceness() == measured and niceness(NICE="0") == base
 
 
 def test_uses_the_tuned_interpreter_by_default(make_info, tmp_path: Path) -> None:
