@@ -78,7 +78,7 @@ def test_tp_rules_follow_vllm() -> None:
     qwen = ModelSpec.from_config(QWEN2_5_7B)  # 28 heads, 4 KV heads
     assert tp_problem(qwen, 4) is None and tp_problem(qwen, 8) is not None
     odd = ModelSpec.from_config(dict(LLAMA_3_8B, num_attention_heads=24, num_key_value_heads=12, head_dim=128))
-    assert tp_problem(odd, 8) == "num_attention_heads 24 is not divisible by tensor_parallel_size 8"
+    assert tp_problem(odd, 16) == "num_attention_heads 24 is not divisible by tensor_parallel_size 16"
     assert "num_key_value_heads 12 is not divisible by tensor_parallel_size 8" == tp_problem(
         ModelSpec.from_config(dict(LLAMA_3_8B, num_attention_heads=48, num_key_value_heads=12, head_dim=128)), 8
     )
