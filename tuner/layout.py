@@ -98,3 +98,12 @@ def searched_layouts(spec: ModelSpec, devices: list[str | None], flags: frozense
 def per_gpu(goodput: float, config: ServeConfig) -> float:
     """Goodput per GPU, so layouts of different sizes compare."""
     return goodput / config.gpus
+
+
+def layout_columns(config: ServeConfig, goodput: float) -> dict[str, float | int | None]:
+    """trials.csv's layout columns (only in studies that searched layouts: others keep today's columns)."""
+    return {
+        "data_parallel_size": config.data_parallel_size,
+        "gpus": config.gpus,
+        "goodput_per_gpu_req_s": round(per_gpu(goodput, config), 4),
+    }
