@@ -23,7 +23,8 @@ CUDA_VISIBLE_DEVICES="${{CUDA_VISIBLE_DEVICES:-{default}}}"
 IFS=, read -r -a gpu_ids <<< "$CUDA_VISIBLE_DEVICES"
 if [ "${{#gpu_ids[@]}}" != "$GPUS_NEEDED" ]; then
   echo "launch.sh: CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES lists ${{#gpu_ids[@]}} GPUs but this layout" \\
-       "(tensor parallel {tp} x data parallel {dp}) needs $GPUS_NEEDED; set CUDA_VISIBLE_DEVICES to $GPUS_NEEDED GPU ids" >&2
+       "(tensor parallel {tp} x data parallel {dp}) needs $GPUS_NEEDED;" \\
+       "set CUDA_VISIBLE_DEVICES to $GPUS_NEEDED GPU ids" >&2
   exit 2
 fi
 export CUDA_VISIBLE_DEVICES

@@ -20,8 +20,8 @@ from launch.config import ServeConfig
 from tuner.certify import Certification
 from tuner.company import company
 from tuner.export.cost import cost_document, cost_lines, gpu_price
-from tuner.layout import layout_columns
 from tuner.headline import Headline, headline
+from tuner.layout import layout_columns
 from tuner.spec_rule import apply_rule
 from tuner.trial_result import COMPLETE, TrialResult
 

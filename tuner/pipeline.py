@@ -378,7 +378,9 @@ def _confirm(
 
     def measure(k: int, config: ServeConfig, device: str | None) -> TrialResult:
         with placed(pool, config.gpus, device) as where:
-            return run_trial(9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"), device=where)
+            return run_trial(
+                9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"), device=where
+            )
 
     result = confirm(summary.best, rival, rounds, measure, progress.say, devices, done)
     progress.say(result.line())

@@ -21,8 +21,12 @@ LLAMA70 = ModelSpec.from_config(LLAMA_3_70B)
 
 # weights by hand (bf16, untied): embed + lm_head 2 x 128256 x h; per layer q,o h x h, k,v h x 1024, gate/up/down
 # 3 x h x inter, two norms; the final norm; the rotary cache 8192 x 128 (all x 2 bytes)
-W8 = 2 * (2 * 128256 * 4096 + 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096) + 4096 + 8192 * 128)
-W70 = 2 * (2 * 128256 * 8192 + 80 * (2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192) + 8192 + 8192 * 128)
+W8 = 2 * (
+    2 * 128256 * 4096 + 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096) + 4096 + 8192 * 128
+)
+W70 = 2 * (
+    2 * 128256 * 8192 + 80 * (2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192) + 8192 + 8192 * 128
+)
 
 
 def per_gpu_budget(spec: ModelSpec, tp: int, dp: int = 1, kv_gib: int = 10):
