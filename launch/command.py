@@ -38,6 +38,7 @@ FLAG_OF: dict[str, str] = {
     "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
     "block_size": "--block-size",
     "tensor_parallel_size": "--tensor-parallel-size",
+    "data_parallel_size": "--data-parallel-size",
     "enforce_eager": "--enforce-eager",
     "seed": "--seed",
 }
@@ -48,6 +49,8 @@ NEEDS_DRAFT_MODEL = {"draft_model", "eagle", "eagle3"}
 
 # Added on CUDA unless the config sets it: fewer fragmentation OOMs at high utilisation.
 GPU_ENV = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+# Added on CUDA when one server spans several GPUs: NVLink multicast (NVLS) off, as the lent machines need.
+MULTI_GPU_ENV = {"NCCL_NVLS_ENABLE": "0"}
 
 
 def _require(info: VllmInfo, flag: str, field: str) -> None:
@@ -147,6 +150,8 @@ def build_command(config: ServeConfig, info: VllmInfo, *, host: str, port: int) 
     env: dict[str, str] = {}
     if info.platform == "cuda":
         env.update(GPU_ENV)
+        if config.gpus > 1:
+            env.update(MULTI_GPU_ENV)
     env.update(dict(config.env))
     return argv, env
 

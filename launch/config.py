@@ -55,6 +55,7 @@ class ServeConfig:
     kv_cache_memory_bytes: int | None = None  # caps KV memory (memory emulation of a smaller GPU)
     block_size: int | None = None
     tensor_parallel_size: int | None = None
+    data_parallel_size: int | None = None  # replicas behind one front end (--devices with several GPUs)
     enforce_eager: bool | None = None
     speculative_method: str | None = None  # None/"off", "ngram", "draft", "eagle"
     num_speculative_tokens: int | None = None
@@ -67,6 +68,11 @@ class ServeConfig:
     def name(self) -> str:
         """The model name clients send (vLLM serves the path unless a name is given)."""
         return self.served_model_name or self.model
+
+    @property
+    def gpus(self) -> int:
+        """GPUs one server of this configuration takes: tensor-parallel size x data-parallel replicas."""
+        return (self.tensor_parallel_size or 1) * (self.data_parallel_size or 1)
 
     def knobs(self) -> dict[str, Any]:
         """The searched knobs only (None = vLLM default)."""

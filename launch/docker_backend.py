@@ -48,8 +48,11 @@ def container_spec(
 ) -> dict[str, Any]:
     """kwargs for ``client.containers.run`` (``detach=True``); ``gpus`` is "all" or device ids."""
     args, env, mounts = container_command(config, info, container_port=CONTAINER_PORT)
+    gpus = _layout_gpus(config, env, gpus)
     if gpus == "all":
-        request: dict[str, Any] = {"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}
+        # all GPUs for one GPU (as before); a parallel layout gets exactly the GPUs it was measured on
+        count = config.gpus if config.gpus > 1 else -1
+        request: dict[str, Any] = {"driver": "nvidia", "count": count, "capabilities": [["gpu"]]}
     else:
         request = {"driver": "nvidia", "device_ids": list(gpus), "capabilities": [["gpu"]]}
     return {
@@ -65,6 +68,22 @@ def container_spec(
         "name": name,
         "detach": True,
     }
+
+
+def _layout_gpus(config: ServeConfig, env: dict[str, str], gpus: str | list[str]) -> str | list[str]:
+    """A parallel layout's GPUs: the group the tuner pinned (CUDA_VISIBLE_DEVICES, which the container
+    renumbers from 0, so it is passed as device ids and dropped from the env), exactly ``config.gpus`` of them."""
+    if config.gpus == 1:
+        return gpus
+    pinned = env.pop("CUDA_VISIBLE_DEVICES", None)
+    if gpus == "all" and pinned:
+        gpus = pinned.split(",")
+    if gpus != "all" and len(gpus) != config.gpus:
+        raise LaunchInputError(
+            f"gpus {','.join(gpus)}: the layout (tensor parallel {config.tensor_parallel_size or 1} x data parallel "
+            f"{config.data_parallel_size or 1}) needs {config.gpus} GPUs; pass {config.gpus} device ids"
+        )
+    return gpus
 
 
 class DockerServer(ServerBase):

@@ -28,6 +28,7 @@ from pathlib import Path
 from launch.command import build_command, env_to_unset
 from launch.config import ServeConfig
 from launch.fingerprint import hash_model_dir
+from launch.parallel import device_block
 from launch.vllm_info import API_SERVER, VllmInfo
 
 _HOST_SENTINEL = "__SLOTUNE_HOST__"
@@ -219,7 +220,7 @@ if [ "$port_check" = 5 ]; then
   exit 5
 fi
 
-{exports}
+{device_block(config)}{exports}
 if [ "$NICE" -gt 0 ]; then  # this shell, the watcher and vLLM (exec'd below); the session too where grouped
   renice -n "$NICE" -p $$ >/dev/null 2>&1 \
     || echo "launch.sh: cannot set niceness $NICE (an unprivileged user cannot lower it); running at $(nice)" >&2
@@ -290,6 +291,8 @@ def docker_run_command(
     """The ``docker run`` line equivalent to launch.sh (vllm/vllm-openai image of the same version)."""
     args, env, mounts = container_command(config, info)
     q = shlex.quote
+    if gpus == "all" and config.gpus > 1:  # the layout's GPUs, as many as measured
+        gpus = str(config.gpus)
     parts = ["docker run --rm --ipc=host", f"--gpus {q(gpus)}", f"-p {q(f'{host}:{port}:8000')}"]
     parts += [f"-v {q(f'{src}:{dst}:ro')}" for src, dst in mounts.items()]
     parts += [f"-e {q(f'{k}={v}')}" for k, v in sorted(env.items())]

@@ -22,6 +22,7 @@ from tuner.calibration import CUDA_CONTEXT_BYTES, GIB, CalibrationPoint, Setting
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.kv_paging import Paging
+from tuner.layout import tp_problem
 from tuner.model_spec import ModelSpec
 from tuner.vllm_defaults import DEFAULT_GMU, default_batch_limits, default_block_size, installed_vllm_version
 from tuner.vllm_runner import at_least as _at_least
@@ -199,10 +200,8 @@ def _problems(
         out.append(
             f"chunked prefill is off and max_num_batched_tokens {batched} < max_model_len {mml}; vLLM rejects it"
         )
-    if spec.num_heads % b.tensor_parallel_size:
-        out.append(
-            f"num_attention_heads {spec.num_heads} is not divisible by tensor_parallel_size {b.tensor_parallel_size}"
-        )
+    if (why := tp_problem(spec, b.tensor_parallel_size)) is not None:  # attention and KV heads (tuner.layout)
+        out.append(why)
     if b.kv_cache_bytes <= 0:
         out.append(
             f"no memory left for the KV cache: weights {b.weight_bytes / GIB:.2f} GiB + peak "

@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ class TrialContext:
     # with overlapped startups, per device: only one server starts at a time (vLLM's memory profiling
     # reads device-wide usage, so two concurrent startups corrupt each other's KV budget) and only one
     # is measured at a time; a startup may overlap a measurement.
-    start_locks: Mapping[str | None, threading.Lock] = field(default_factory=dict, compare=False)
+    start_locks: Mapping[str | None, AbstractContextManager[Any]] = field(default_factory=dict, compare=False)
     measure_locks: Mapping[str | None, threading.Lock] = field(default_factory=dict, compare=False)
     # the study's best goodput so far (None: none yet, or no study: re-measurements are never cut short)
     best_goodput: Callable[[], float | None] = field(default=lambda: None, compare=False)

@@ -21,6 +21,7 @@ from tuner.certify import Certification
 from tuner.company import company
 from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.headline import Headline, headline
+from tuner.layout import layout_columns
 from tuner.spec_rule import apply_rule
 from tuner.trial_result import COMPLETE, TrialResult
 
@@ -154,12 +155,14 @@ def trials_frame(
     if timelines is None:
         timelines = {r.number: r.timeline for r in results if r.timeline}
     met = company(timelines)
+    layouts = any(r.config.gpus > 1 for r in results)  # several GPUs searched: goodput per GPU beside
     rows = []
     for r in sorted(results, key=lambda r: r.number):
         c = met.get(r.number)
         rows.append(
             {
                 **r.csv_row(),
+                **(layout_columns(r.config, r.goodput_req_s) if layouts else {}),
                 "certified_rate_req_s": _certified(certs.get(r.number)),
                 "others_starting_s": None if c is None else round(c.others_starting_s, 1),
                 "others_up_mean": None if c is None else round(c.others_up_mean, 2),

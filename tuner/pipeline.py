@@ -29,8 +29,10 @@ from tuner.confirm import (
 )
 from tuner.headline import CONFIRMED, Headline, headline
 from tuner.inputs import Inputs, measure_plan
+from tuner.layout import searched_layouts
 from tuner.objective import CPU_SERVER_NICE, TrialContext, run_trial
 from tuner.outputs import Summary, certified_summary, summarize, write_outputs
+from tuner.placement import GpuPool, GroupStartLocks, placed
 from tuner.report_html import write_report
 from tuner.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.sample_answer import sample_answer
@@ -105,15 +107,18 @@ def base_config(inp: Inputs) -> ServeConfig:
 
 def space_context(inp: Inputs, base: ServeConfig, quantized: str | None) -> SpaceContext:
     variants = {"16bit": base.model, "awq": quantized} if quantized else {}
+    flags = inp.vllm.flags
     return SpaceContext(
         base=base,
         min_model_len=inp.workload.max_input_tokens + inp.workload.max_output_tokens,
         model_max_len=inp.spec.max_position_embeddings,
         is_cpu=inp.gpu.is_cpu,
         fp8_kv=inp.gpu.fp8_kv,
-        flags=inp.vllm.flags,
+        flags=flags,
         variants=variants,
         draft_model=inp.settings.draft_model,
+        # several GPUs listed: the parallel layout is searched (tuner.layout); not with overlapped startups
+        layouts=() if inp.settings.overlap_startup else searched_layouts(inp.spec, inp.settings.device_list(), flags),
     )
 
 
@@ -219,6 +224,10 @@ def tune(
     best_now: list[float | None] = [summarize(results_of(study)).best_goodput]
     budget = TimeBudget(s.time_budget) if s.time_budget else None  # one clock for starts and measurements
     tctx = replace(trial_context(inp, out / "logs"), best_goodput=lambda: best_now[0], time_budget=budget)
+    # layouts searched: each trial takes the GPU group its layout needs (tuner.placement)
+    pool = GpuPool([d for d in s.device_list() if d is not None]) if sctx.layouts else None
+    if pool is not None:
+        tctx = replace(tctx, start_locks=GroupStartLocks(pool.devices))
 
     def run_one(trial: optuna.Trial, device: str | None) -> TrialResult:
         baseline = bool(trial.user_attrs.get("is_baseline"))
@@ -229,7 +238,8 @@ def tune(
             progress.say(msg, trial=n)
 
         say(("baseline (vLLM defaults)" if baseline else "config ") + str(config.knobs()))
-        return run_trial(n, config, baseline, tctx, say, device=device)
+        with placed(pool, config.gpus, device) as where:
+            return run_trial(n, config, baseline, tctx, say, device=where)
 
     def after_each(st: optuna.Study) -> None:
         summary = write_all(st)
@@ -280,7 +290,7 @@ def tune(
     summary = write_all(study)
     earlier = current_confirmation(stored_runs(study), summary)
     fresh = (
-        _confirm(summary, s.confirm, tctx, progress, s.device_list(), len(earlier.best_goodput) if earlier else 0)
+        _confirm(summary, s.confirm, tctx, progress, s.device_list(), len(earlier.best_goodput) if earlier else 0, pool)
         if s.confirm
         else None
     )
@@ -294,7 +304,8 @@ def tune(
 
         def certify_one(t: TrialResult) -> Certification:
             say = functools.partial(progress.say, trial=f"certify {t.number}")
-            cert = certify_config(t.number, t.config, full, t.best_rate or 0.0, floor_rate(t), say, device)
+            with placed(pool, t.config.gpus, device) as where:
+                cert = certify_config(t.number, t.config, full, t.best_rate or 0.0, floor_rate(t), say, where)
             say(cert.line())
             return cert
 
@@ -308,7 +319,8 @@ def tune(
     summary, _ = apply_rule(certified_summary(summary, certs), results_of(study), certs)
     if sample_question and summary.best is not None:
         say = functools.partial(progress.say, trial=f"sample {summary.best.number}")
-        answer = sample_answer(summary.best, tctx, say, sample_question, s.device_list()[0])
+        with placed(pool, summary.best.config.gpus, s.device_list()[0]) as where:
+            answer = sample_answer(summary.best, tctx, say, sample_question, where)
         study.set_user_attr(SAMPLE_ATTR, answer.to_dict())
         write_all(study)
     confirmation = current_confirmation(stored_runs(study), summary)
@@ -348,7 +360,13 @@ def stored_runs(study: optuna.Study) -> list[dict[str, Any]]:
 
 
 def _confirm(
-    summary: Summary, rounds: int, tctx: TrialContext, progress: Progress, devices: list[str | None], done: int
+    summary: Summary,
+    rounds: int,
+    tctx: TrialContext,
+    progress: Progress,
+    devices: list[str | None],
+    done: int,
+    pool: GpuPool | None = None,
 ) -> Confirmation | None:
     rival = rival_of(summary)
     if summary.best is None or rival is None:
@@ -359,7 +377,10 @@ def _confirm(
     full = replace(tctx, best_goodput=lambda: None, time_budget=None)
 
     def measure(k: int, config: ServeConfig, device: str | None) -> TrialResult:
-        return run_trial(9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"), device=device)
+        with placed(pool, config.gpus, device) as where:
+            return run_trial(
+                9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"), device=where
+            )
 
     result = confirm(summary.best, rival, rounds, measure, progress.say, devices, done)
     progress.say(result.line())

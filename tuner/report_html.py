@@ -177,6 +177,12 @@ def render(
             for k, v in summary.best.config.to_dict().items()
             if v not in (None, [], {})
         )
+        best = summary.best
+        if best.config.gpus > 1:  # a parallel layout: its size and goodput per GPU, so layouts compare
+            per = f"{best.goodput_req_s / best.config.gpus:.3f} req/s"
+            best_cfg += (
+                f"<tr><th>GPUs</th><td>{best.config.gpus}</td></tr><tr><th>goodput per GPU</th><td>{per}</td></tr>"
+            )
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>slotune report</title>"
         f"<style>{CSS}</style></head><body><h1>slotune report</h1>{_headline(summary, meta, headline)}{notes}"

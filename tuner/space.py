@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from launch.config import ServeConfig
+from tuner.layout import Layout
 
 if TYPE_CHECKING:  # optuna is imported lazily by callers; only the type is needed here
     import optuna
@@ -33,6 +34,7 @@ class SpaceContext:
     variants: dict[str, str] = field(default_factory=dict)  # name -> model dir ("16bit", "awq")
     draft_model: str | None = None
     speculative: bool = True
+    layouts: tuple[Layout, ...] = ()  # tensor x data parallel layouts (tuner.layout); () = one GPU, as before
 
     def accepts(self, flag: str) -> bool:
         return not self.flags or flag in self.flags
@@ -82,7 +84,11 @@ def suggest_config(trial: optuna.trial.BaseTrial, ctx: SpaceContext) -> ServeCon
             knobs["num_speculative_tokens"] = trial.suggest_int("num_speculative_tokens", 1, 5)
             if method == "draft":
                 knobs["speculative_model"] = ctx.draft_model
-    return replace(ctx.base, **knobs)
+    config = replace(ctx.base, **knobs)
+    if len(ctx.layouts) > 1:  # several GPUs listed: the layout is one more knob
+        layout = trial.suggest_categorical("parallel_layout", tuple(x.name for x in ctx.layouts))
+        config = Layout.parse(layout).apply(config)
+    return config
 
 
 def params_of(config: ServeConfig, ctx: SpaceContext) -> dict[str, Any]:
@@ -102,6 +108,8 @@ def params_of(config: ServeConfig, ctx: SpaceContext) -> dict[str, Any]:
         if value is not None:
             params[name] = value
     params["speculative_method"] = config.speculative_method or "off"
+    if len(ctx.layouts) > 1:
+        params["parallel_layout"] = Layout.of(config).name
     if ctx.variants and len(ctx.variants) > 1:
         for name, path in ctx.variants.items():
             if path == config.model:

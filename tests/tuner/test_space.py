@@ -81,3 +81,21 @@ def test_variants_are_a_knob():
         seen.add(suggest_config(t, ctx(variants={"16bit": "/m", "awq": "/m-awq"})).model)
         study.tell(t, 0.0)
     assert seen == {"/m", "/m-awq"}
+
+
+def test_parallel_layout_is_a_knob_only_with_several_layouts():
+    from tuner.layout import Layout
+
+    layouts = (Layout(1, 1), Layout(2, 1), Layout(1, 2), Layout(2, 2))
+    c = ctx(layouts=layouts)
+    seen = set()
+    for seed in range(12):
+        trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed)).ask()
+        config = suggest_config(trial, c)
+        seen.add((config.tensor_parallel_size, config.data_parallel_size))
+        assert trial.params["parallel_layout"] == Layout.of(config).name
+        assert params_of(config, c)["parallel_layout"] == trial.params["parallel_layout"]
+    assert (None, None) in seen and (2, 2) in seen
+    one = optuna.create_study().ask()
+    suggest_config(one, ctx(layouts=(Layout(1, 1),)))
+    assert "parallel_layout" not in one.params

@@ -1,7 +1,7 @@
 """How many GPUs one vLLM server of a configuration occupies: tensor × pipeline × data parallel.
 
-Tensor parallelism is a ServeConfig knob; pipeline and data parallelism can only come in through
-``extra_args`` (``--pipeline-parallel-size N``, ``-pp N``, ``--data-parallel-size=N``, ...).
+Tensor and data parallelism are ServeConfig knobs; pipeline parallelism (and data parallelism in older
+studies) comes in through ``extra_args`` (``--pipeline-parallel-size N``, ``-pp N``, ``--data-parallel-size=N``).
 """
 
 from __future__ import annotations
@@ -33,4 +33,5 @@ def _extra_sizes(extra: tuple[str, ...]) -> dict[str, int]:
 def gpu_count(config: ServeConfig) -> int:
     """GPUs of one server: tensor_parallel_size (default 1) × pipeline × data parallel sizes."""
     sizes = _extra_sizes(config.extra_args)
-    return (config.tensor_parallel_size or 1) * sizes.get("pipeline", 1) * sizes.get("data", 1)
+    data = sizes.get("data", config.data_parallel_size or 1)
+    return (config.tensor_parallel_size or 1) * sizes.get("pipeline", 1) * data
