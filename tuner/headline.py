@@ -42,6 +42,7 @@ class Headline:
     certification_failed: bool = False  # a soak was asked for and none held
     overruled_trial: int | None = None  # the search's best, certified below vLLM's defaults
     overruled_req_s: float | None = None
+    gpus: tuple[int, int] | None = None  # (best, defaults) when their layouts differ: the gain is then per GPU
 
     @property
     def rate_req_s(self) -> float | None:
@@ -70,11 +71,14 @@ class Headline:
             return "vLLM's defaults were the best configuration tried"
         if self.gain is None or self.basis is None:
             return "no gain over vLLM's defaults stated (they have no comparable measurement)"
-        text = f"{self.gain * 100:+.0f}% over vLLM's defaults ({BASIS_TEXT[self.basis]}"
+        per_gpu = " per GPU" if self.gpus else ""
+        text = f"{self.gain * 100:+.0f}%{per_gpu} over vLLM's defaults ({BASIS_TEXT[self.basis]}"
         if self.basis == CERTIFIED:
             text += f": {self.certified_req_s:.3f} vs {self.baseline_certified_req_s:.3f} req/s"
         if self.single_measurement:
             text += "; a single measurement of one side"
+        if self.gpus:
+            text += f"; {self.gpus[0]} GPUs against {self.gpus[1]}"
         return text + ")"
 
     def line(self) -> str:
@@ -97,11 +101,24 @@ class Headline:
             "certification_failed": self.certification_failed,
             "overruled_trial": self.overruled_trial,
             "overruled_certified_rate_req_s": self.overruled_req_s,
+            "gain_per_gpu": self.gpus is not None,
             "line": self.line(),
         }
 
 
 def headline(
+    summary: Summary, certifications: Mapping[int, Certification], confirmation: Confirmation | None
+) -> Headline:
+    stated = _headline(summary, certifications, confirmation)
+    best, base = summary.best, summary.baseline
+    if stated.gain is None or best is None or base is None or best.config.gpus == base.config.gpus:
+        return stated
+    # a layout over more GPUs than the defaults' one: compare what each GPU serves, not the whole host
+    per_gpu = (1 + stated.gain) * base.config.gpus / best.config.gpus - 1
+    return replace(stated, gain=per_gpu, gpus=(best.config.gpus, base.config.gpus))
+
+
+def _headline(
     summary: Summary, certifications: Mapping[int, Certification], confirmation: Confirmation | None
 ) -> Headline:
     best, base = summary.best, summary.baseline

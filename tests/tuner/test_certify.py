@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from html import unescape
 from typing import Any
 
@@ -201,3 +201,15 @@ def test_defaults_certified_above_the_search_winner_are_kept(tmp_path):
     kept = write_outputs(tmp_path, [base, best], {"slo": "x", "notes": []}, script, write_report, None,
                          {3: cert_of(best, 70.0), 0: cert_of(base, 60.3)})  # fmt: skip
     assert kept.best.number == 3 and kept.overruled is None
+
+
+def test_a_layout_over_more_gpus_states_its_gain_per_gpu():
+    """Four GPUs certified at 9 req/s against the defaults' one GPU at 3: +200 % for the host, −25 % per GPU."""
+    base = trial(0, 4.0, baseline=True)
+    best = replace(
+        trial(1, 10.0, seqs=64), config=ServeConfig(model="/m", tensor_parallel_size=2, data_parallel_size=2)
+    )
+    head = headline(summarize([base, best]), {1: cert_of(best, 9.0), 0: cert_of(base, 3.0)}, None)
+    assert head.gain == pytest.approx(9.0 / 4 / 3.0 - 1) and head.gpus == (4, 1)
+    assert "-25% per GPU over vLLM's defaults" in head.line() and "4 GPUs against 1" in head.line()
+    assert head.to_dict()["gain_per_gpu"] is True
