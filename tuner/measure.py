@@ -44,7 +44,9 @@ class MeasurePlan:
     low_rate_fraction: float = 0.15
     high_rate_factor: float = 1.1
     bisection_steps: int = 4
-    max_expansions: int = 2  # times the upper bracket may grow ×1.5 when it still meets the SLO
+    # times the upper bracket may grow ×1.5 while it still meets the SLO: vLLM-CPU's closed-loop probe read a
+    # third of what a Poisson level sustained, and an unbracketed search states a lower bound as the capacity
+    max_expansions: int = 6
     seed: int = 0
     # a level lasts level_duration_s, longer when min_level_requests takes longer to arrive at its rate, but
     # at most this many times level_duration_s (and never fewer than MIN_LEVEL_FLOOR requests): at the low

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tuner.quant_gate import GateThresholds, judge
 from tuner.quantize import QuantizeRecipe, QuantizeResult, quantize
 
 pytestmark = pytest.mark.quantize
@@ -17,13 +18,19 @@ pytestmark = pytest.mark.quantize
 SOUND_SAMPLES = 32  # calibration samples of the sound quantization (the CLI's default is 128)
 DAMAGED = QuantizeRecipe(restore_below=0.0, max_rounds=1)  # one round: the damage comes after it
 DAMAGED_SAMPLES = 4
+# A 135M model loses more to 4 bits than the default gate (0.10 nats) allows: measured NLL +0.194, KL 0.163
+# (32 samples, group 64); a zeroed layer +0.40 / 0.37 (docs/real-model.md). The test's gate lies between.
+SMALL_MODEL_GATE = GateThresholds(max_nll_delta=0.3, max_kl=0.3)
 
 
 @pytest.fixture(scope="module")
 def real_quantized(quant_python: str, real_model: Path, tmp_path_factory: pytest.TempPathFactory):
     lines: list[str] = []
     out = tmp_path_factory.mktemp("real-quant") / "smollm2-w4a16"
-    result = quantize(real_model, out, python=quant_python, samples=SOUND_SAMPLES, on_progress=lines.append)
+    result = quantize(
+        real_model, out, python=quant_python, samples=SOUND_SAMPLES, on_progress=lines.append,
+        thresholds=SMALL_MODEL_GATE,
+    )  # fmt: skip
     print("\nquantized SmolLM2-135M:", result.quality.summary(), result.measured.get("timings_s"))
     return result, lines
 
@@ -41,6 +48,8 @@ def test_sound_w4a16_passes_the_gate_on_english_text(real_quantized: tuple[Quant
     assert result.measured["calibration_source"] == "builtin-english"
     assert result.quality.gate == "pass", result.quality.summary()
     assert result.quality.ppl_base < 200  # a real model predicts English: not the near-uniform random model
+    # and the default gate, meant for production-sized models, refuses this small model's 4-bit loss
+    assert judge(result.measured, GateThresholds()).gate == "fail"
 
 
 @pytest.mark.parametrize("damage", ["flipped-scales", "zeroed-layer"])
@@ -53,6 +62,7 @@ def test_damaged_w4a16_fails_the_gate(quant_python: str, real_model: Path, tmp_p
         samples=DAMAGED_SAMPLES,
         damage=damage,
         gate=False,
+        thresholds=SMALL_MODEL_GATE,
     )
     print(f"\n{damage}:", result.quality.summary())
     assert result.quality.gate == "fail"

@@ -73,6 +73,18 @@ def test_bracket_widens_when_the_probe_underestimates_capacity():
     assert max(calls) > 6.6 * 1.5
 
 
+def test_the_bracket_is_found_when_the_probe_reads_a_third_of_the_capacity():
+    """vLLM-CPU in CI: probe 16.5 req/s, levels held up to 41 and vllm bench serve held 53: two expansions
+    stopped below the top and the search stated a lower bound."""
+    run_rate, _, calls = server(capacity=70.0)  # SLO holds while rate < 56/s
+
+    def weak_probe(conc, n):
+        return FakeReport(300.0, 16.5, 16.5)
+
+    res = capacity_search(run_rate, weak_probe, MeasurePlan(bisection_steps=5), SLOS)
+    assert 52.0 <= res.best_rate <= 56.0 and any(not lv.slo_met for lv in res.levels if lv.kind == "rate")
+
+
 def test_stops_at_once_when_slo_fails_at_low_load():
     run_rate, run_probe, calls = server(capacity=10.0, base_ttft=5000.0)
     res = capacity_search(run_rate, run_probe, MeasurePlan(), SLOS)
