@@ -22,9 +22,13 @@ pytestmark = pytest.mark.vllm
 
 ROOT = Path(__file__).resolve().parent.parent
 SLO = "ttft_p95=2s"
+# ~2,048-token prompts: the server's prefill sets the capacity (~15-20 req/s here). With `chat` it reached
+# 70+ req/s, where slotune's own client on the same 2 cores set it: a 30-s soak held 73 req/s and a soak at 66
+# missed on TTFT growth while vllm bench serve held 69 at p95 218 ms.
+WORKLOAD = "summarize"
 SOAK_S = "30"  # certifying soaks in this test (the CPU default is 120 s)
 CROSS_CHECK_S = 120  # vLLM's benchmark at 95 % of the certified rate, as the issue asks
-OVER_S = 30  # and at 130 %: a queue growing by 30 % of the rate shows within seconds
+OVER_S = 60  # and at 130 %: a queue growing by 30 % of the rate (30 s held once at 1.3x, p95 TTFT 1.79 s)
 
 
 def vllm_processes(model):
@@ -42,7 +46,7 @@ def tune_cli(*args, env=None, timeout=1500, cwd=None):
 
 
 def study_args(model, out, vllm_python, *extra):
-    return ("--model", str(model), "--gpu", "cpu", "--slo", SLO, "--workload", "chat", "--trials", "2",
+    return ("--model", str(model), "--gpu", "cpu", "--slo", SLO, "--workload", WORKLOAD, "--trials", "2",
             "--output-tokens", "16", "--soak-seconds", SOAK_S, "--certify", "best", "--out", str(out),
             "--vllm-python", vllm_python, *extra)  # fmt: skip
 
@@ -134,7 +138,7 @@ def _bench(port, model_name, model_dir, rate, seconds, tmp_path, env):
     out = tmp_path / f"bench-{rate:.3f}.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "vllm_bench_check.py"), "--url", f"http://127.0.0.1:{port}",
-         "--model", model_name, "--tokenizer", str(model_dir), "--workload", "chat", "--output-tokens", "16",
+         "--model", model_name, "--tokenizer", str(model_dir), "--workload", WORKLOAD, "--output-tokens", "16",
          "--rate", f"{rate:.4f}", "--seconds", str(seconds), "--slo", SLO, "--json", str(out)],
         capture_output=True, text=True, timeout=seconds + 300, env=env,
     )  # fmt: skip
@@ -195,7 +199,7 @@ def test_retune_unchanged_reverifies(study, vllm_python, tmp_path):
     certified rate on a fresh server holds — that is what the certified rate promises."""
     model, out, _, env = study
     (tmp_path / "slotune.yaml").write_text(
-        f"model: {model}\ngpu: cpu\nslo: {SLO}\nworkload: chat\nout: {out}\nvllm_python: {vllm_python}\n"
+        f"model: {model}\ngpu: cpu\nslo: {SLO}\nworkload: {WORKLOAD}\nout: {out}\nvllm_python: {vllm_python}\n"
     )
     proc = tune_cli("retune", "--json", env=env, cwd=tmp_path)
     doc = json.loads(proc.stdout)
