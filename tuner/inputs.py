@@ -99,6 +99,37 @@ def load_inputs(settings: TuneSettings, vllm: VllmInfo | None = None) -> Inputs:
     check_predict(settings, slos)
     gpu = GPUProfile.load(settings.gpu)
     actual = GPUProfile.load(settings.emulate_on) if settings.emulate_on else None  # "auto": the local GPU
+    notes = _placement_notes(settings, gpu, actual)
+    workload = load_workload(settings.workload)
+    spec = ModelSpec.from_dir(model_dir)
+    longest = workload.max_input_tokens + (settings.output_tokens or workload.max_output_tokens)
+    if longest > spec.max_position_embeddings:
+        raise UsageError(
+            f"workload {workload.name!r} needs up to {longest} tokens per request"
+            + (f" with --output-tokens {settings.output_tokens}" if settings.output_tokens else "")
+            + f" but the model allows {spec.max_position_embeddings} (max_position_embeddings); choose a shorter "
+            "workload or --output-tokens"
+        )
+    if settings.docker_image:
+        raise UsageError(
+            f"docker_image {settings.docker_image!r}: tune cannot launch trials in Docker yet (the "
+            "backend exists in launch.docker_backend, but tune would need the image's flags without "
+            "an engine to ask); use --vllm-python with an interpreter that has vLLM"
+        )
+    info = vllm or probe_vllm(settings.vllm_python)
+    _check_vllm_fits(settings, info, actual or gpu)
+    kv_space = None
+    if gpu.is_cpu:
+        kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or CPU_KV_SPACE_DEFAULT_GIB
+        if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+            notes.append(f"VLLM_CPU_KVCACHE_SPACE not set: using {kv_space} GiB of KV cache on the CPU.")
+    return Inputs(
+        settings, slos, gpu, actual, workload, spec, model_dir, info, settings.out_dir(), kv_space, tuple(notes)
+    )
+
+
+def _placement_notes(settings: TuneSettings, gpu: GPUProfile, actual: GPUProfile | None) -> list[str]:
+    """Checks of --emulate-on, --overlap-startup and --devices against the GPU profile; the notes they leave."""
     notes: list[str] = []
     if actual is not None:
         if actual.memory_bytes < gpu.memory_bytes:
@@ -128,30 +159,17 @@ def load_inputs(settings: TuneSettings, vllm: VllmInfo | None = None) -> Inputs:
             f"--devices {settings.devices}: --gpu {settings.gpu} runs one trial at a time on the CPU (there are "
             "no GPU indices to pin); leave --devices out, or pass a GPU profile on a GPU machine"
         )
-    workload = load_workload(settings.workload)
-    spec = ModelSpec.from_dir(model_dir)
-    longest = workload.max_input_tokens + (settings.output_tokens or workload.max_output_tokens)
-    if longest > spec.max_position_embeddings:
-        raise UsageError(
-            f"workload {workload.name!r} needs up to {longest} tokens per request"
-            + (f" with --output-tokens {settings.output_tokens}" if settings.output_tokens else "")
-            + f" but the model allows {spec.max_position_embeddings} (max_position_embeddings); choose a shorter "
-            "workload or --output-tokens"
-        )
-    if settings.docker_image:
-        raise UsageError(
-            f"docker_image {settings.docker_image!r}: tune cannot launch trials in Docker yet (the "
-            "backend exists in launch.docker_backend, but tune would need the image's flags without "
-            "an engine to ask); use --vllm-python with an interpreter that has vLLM"
-        )
-    info = vllm or probe_vllm(settings.vllm_python)
+    return notes
+
+
+def _check_vllm_fits(settings: TuneSettings, info: VllmInfo, device: GPUProfile) -> None:
+    """The installed vLLM accepts --load-format and is the build (CPU or GPU) the profile needs."""
     formats = info.choices_of("--load-format")
     if settings.load_format and formats and settings.load_format not in formats:
         raise UsageError(
             f"--load-format {settings.load_format!r}: vLLM {info.version} accepts {', '.join(formats)}; "
             "e.g. --load-format dummy for random weights"
         )
-    device = actual or gpu
     if device.is_cpu != (info.platform == "cpu"):
         build = "the CPU build" if info.platform == "cpu" else f"a {info.platform} build"
         fix = (
@@ -163,11 +181,3 @@ def load_inputs(settings: TuneSettings, vllm: VllmInfo | None = None) -> Inputs:
             f"--gpu {settings.gpu} does not match the vLLM in {settings.vllm_python}: it is {build} "
             f"of vLLM {info.version}; {fix}"
         )
-    kv_space = None
-    if gpu.is_cpu:
-        kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or CPU_KV_SPACE_DEFAULT_GIB
-        if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
-            notes.append(f"VLLM_CPU_KVCACHE_SPACE not set: using {kv_space} GiB of KV cache on the CPU.")
-    return Inputs(
-        settings, slos, gpu, actual, workload, spec, model_dir, info, settings.out_dir(), kv_space, tuple(notes)
-    )
