@@ -258,24 +258,29 @@ def capacity_search(
             closest = (excess, rep)
         return False
 
-    lo = plan.low_rate_fraction * saturation
-    # measured in full: if it misses, how far it misses is what the sampler learns from
-    if level(lo, may_abandon=False):  # else: the SLO does not hold even at low load, nothing to search
-        hi = plan.high_rate_factor * saturation
-        expansions = 0
-        while level(hi):  # the closed-loop probe can underestimate capacity: widen the bracket
-            lo = hi
-            if expansions == plan.max_expansions:
-                break
-            hi *= 1.5
-            expansions += 1
-        else:
-            for _ in range(plan.bisection_steps):
-                mid = (lo + hi) / 2
-                if level(mid):
-                    lo = mid
-                else:
-                    hi = mid
+    _bracket_and_bisect(level, saturation, plan)
     return CapacityResult(
         saturation, best_rate, best, None if best else (closest[1] if closest else None), tuple(levels)
     )
+
+
+def _bracket_and_bisect(level: Callable[..., bool], saturation: float, plan: MeasurePlan) -> None:
+    """The rates the search measures: a low level, an upper one widened while it holds, then bisection."""
+    lo = plan.low_rate_fraction * saturation
+    # measured in full: if it misses, how far it misses is what the sampler learns from
+    if not level(lo, may_abandon=False):  # the SLO does not hold even at low load: nothing to search
+        return
+    hi = plan.high_rate_factor * saturation
+    expansions = 0
+    while level(hi):  # the closed-loop probe can underestimate capacity: widen the bracket
+        lo = hi
+        if expansions == plan.max_expansions:
+            return
+        hi *= 1.5
+        expansions += 1
+    for _ in range(plan.bisection_steps):
+        mid = (lo + hi) / 2
+        if level(mid):
+            lo = mid
+        else:
+            hi = mid
