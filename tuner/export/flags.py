@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from launch.vllm_info import VllmInfo, cache_dir, probe_vllm
+from launch.vllm_info import VllmInfo, cache_dir, probe_vllm, vllm_version
 from tuner.errors import UsageError
 
 
@@ -35,13 +35,13 @@ def _from_help_file(path: Path, version: str) -> VllmInfo:
 
 
 def _probe(python: str, version: str, what: str) -> VllmInfo:
-    info = probe_vllm(python)
-    if info.version != version:
+    found = vllm_version(python)  # refuse another version before the slow --help=all probe
+    if found != version:
         raise UsageError(
-            f"{what} {python} has vLLM {info.version}, but the study was tuned with {version}; "
+            f"{what} {python} has vLLM {found}, but the study was tuned with {version}; "
             f"pass an interpreter with vLLM {version} (or --vllm-help FILE of that version)"
         )
-    return info
+    return probe_vllm(python)
 
 
 def _from_cache(version: str) -> tuple[VllmInfo, Path] | None:
