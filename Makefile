@@ -6,9 +6,11 @@ AVENV ?= .venv-awq
 PYTEST = $(VENV)/bin/python -m pytest
 # docs/testing.md: what each marker means and what it costs
 FAST = not vllm and not quantize and not postgres
-HEAVY = vllm or quantize or postgres
+CORE = (vllm or quantize or postgres) and not long
+LONG = long
+HEAVY_ENV = SLOTUNE_QUANTIZE_PYTHON=$(abspath $(QVENV))/bin/python SLOTUNE_AUTOAWQ_PYTHON=$(abspath $(AVENV))/bin/python
 
-.PHONY: install install-quantize demo test test-fast lint
+.PHONY: install install-quantize install-llmc install-awq demo ci unit core test test-long test-fast lint
 
 install: $(VENV)/.slotune-installed
 $(VENV)/.slotune-installed: pyproject.toml scripts/install-cpu.sh
@@ -16,8 +18,10 @@ $(VENV)/.slotune-installed: pyproject.toml scripts/install-cpu.sh
 	touch $@
 
 # llm-compressor (and the deprecated AutoAWQ backend) pin other compressed-tensors versions than vLLM:
-# each gets its own venv.
-install-quantize: $(QVENV)/.slotune-installed $(AVENV)/.slotune-installed
+# each gets its own venv. CI's tests need llm-compressor's only; AutoAWQ's tests are `long`.
+install-quantize: install-llmc install-awq
+install-llmc: $(QVENV)/.slotune-installed
+install-awq: $(AVENV)/.slotune-installed
 $(QVENV)/.slotune-installed: scripts/install-quantize.sh
 	bash scripts/install-quantize.sh $(QVENV)
 	touch $@
@@ -29,12 +33,20 @@ $(AVENV)/.slotune-installed: scripts/install-quantize.sh
 demo: install
 	$(VENV)/bin/tune demo
 
-# Every test: the unit tests first, two at a time (pytest-xdist), then the ones that start servers or quantize,
-# one at a time (they share one server and fill both cores); the ten slowest are listed at the end.
-test: install install-quantize
+# What CI runs (.ci/run, after the installs and lint): the unit tests two at a time (pytest-xdist), then the
+# real-vLLM, quantization and PostgreSQL tests that are not `long`, one at a time (they share one server and
+# fill both cores). The ten slowest are listed at the end. docs/testing.md keeps the budget of each phase.
+ci: unit core
+unit: install
 	$(PYTEST) -q -n 2 -m "$(FAST)"
-	SLOTUNE_QUANTIZE_PYTHON=$(abspath $(QVENV))/bin/python SLOTUNE_AUTOAWQ_PYTHON=$(abspath $(AVENV))/bin/python \
-	  $(PYTEST) -q -m "$(HEAVY)" --durations=10
+core: install install-llmc
+	$(HEAVY_ENV) $(PYTEST) -q -m "$(CORE)" --durations=10
+
+# Every test: CI's, then the `long` ones (minutes of load against the certified rate, vLLM's own benchmark,
+# the real model's quantization quality, kill -9 at random moments): about an hour on 2 cores.
+test: ci test-long
+test-long: install install-quantize
+	$(HEAVY_ENV) $(PYTEST) -q -m "$(LONG)" --durations=10
 
 # No server, no quantization, no PostgreSQL: under a minute.
 test-fast: install

@@ -10,8 +10,11 @@ the latencies show it. Three checks, each over the requests in scheduled-send or
   window left out: an empty server answers its first requests at once); the level is growing when
   the lower end of a bootstrap interval of that difference exceeds a tolerance (a tenth of the
   TTFT limit, or half the first half's p95 when no SLO limits TTFT);
-- **backlog**: requests in flight (sent, not finished) in the last quarter of the send window
-  against the second quarter; growing when more than twice as many plus ``BACKLOG_SLACK``.
+- **backlog**: the mean number of requests in flight (sent, not finished) at the arrivals of the last
+  quarter of the send window against the second quarter; growing when the lower end of a block-bootstrap
+  interval of that difference exceeds a tenth of the second quarter's mean (by Little's law, a tenth more
+  time in the system) and at least one request. Batched decoding can absorb a slowly growing queue
+  without TTFT showing it within the level; the requests in flight show it first.
 
 Fewer than ``MIN_HALF`` successful requests in a half: growth is not judged (the level says so).
 """
@@ -33,7 +36,8 @@ MIN_HALF = 8  # successful requests per half for a growth interval
 CONFIDENCE = 0.90
 RESAMPLES = 999
 GROWTH_FRACTION = 0.1  # of the TTFT limit
-BACKLOG_SLACK = 8
+BACKLOG_FRACTION = 0.1  # of the second quarter's mean in flight
+BACKLOG_MIN = 1.0  # requests: less is never a queue
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class Steadiness:
     growth_tolerance_ms: float | None
     backlog_second_quarter: float | None  # mean requests in flight
     backlog_last_quarter: float | None
+    backlog_growth: Interval | None  # mean in flight, last quarter − second quarter
     reasons: tuple[str, ...]
 
     @property
@@ -87,6 +92,7 @@ class Steadiness:
             "growth_tolerance_ms": self.growth_tolerance_ms,
             "backlog_second_quarter": self.backlog_second_quarter,
             "backlog_last_quarter": self.backlog_last_quarter,
+            "backlog_growth": self.backlog_growth.to_dict() if self.backlog_growth else None,
         }
 
 
@@ -116,15 +122,37 @@ def _ttft_ms(rec: RequestRecord) -> float | None:
     return (rec.chunks[0].t - rec.scheduled_at) * 1000.0 if rec.ok and rec.chunks else None
 
 
-def _mean_in_flight(recs: Sequence[RequestRecord], t0: float, t1: float) -> float | None:
-    """Mean number of requests in flight (scheduled, not yet ended) at the arrivals within [t0, t1)."""
+def _in_flight(recs: Sequence[RequestRecord], t0: float, t1: float) -> list[int]:
+    """Requests in flight (scheduled, not yet ended) at each arrival within [t0, t1)."""
     starts = sorted(r.scheduled_at for r in recs)
     ends = sorted(r.done_at if r.done_at is not None else math.inf for r in recs)
-    at = [t for t in starts if t0 <= t < t1]
-    if not at:
-        return None
-    counts = [bisect.bisect_right(starts, t) - bisect.bisect_right(ends, t) for t in at]
-    return sum(counts) / len(counts)
+    return [bisect.bisect_right(starts, t) - bisect.bisect_right(ends, t) for t in starts if t0 <= t < t1]
+
+
+def _block_means(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """RESAMPLES moving-block bootstrap means of ``x``: consecutive counts overlap the same requests, so
+    blocks last about one request lifetime (Little: the mean count is the arrivals per lifetime)."""
+    block = int(min(max(1, round(float(x.mean()))), max(1, x.size // 4)))
+    starts = rng.integers(0, x.size - block + 1, size=(RESAMPLES, -(-x.size // block)))
+    idx = (starts[:, :, None] + np.arange(block)).reshape(RESAMPLES, -1)[:, : x.size]
+    return np.asarray(x[idx].mean(axis=1))
+
+
+def backlog_growth(
+    recs: Sequence[RequestRecord], t0: float, span: float, seed: int = 0
+) -> tuple[float | None, float | None, Interval | None]:
+    """(mean in flight over the second quarter, over the last quarter, a bootstrap interval of their
+    difference); the interval is None when a quarter has fewer than MIN_HALF arrivals."""
+    second = np.asarray(_in_flight(recs, t0 + span / 4, t0 + span / 2), dtype=float)
+    last = np.asarray(_in_flight(recs, t0 + 3 * span / 4, t0 + span + 1e-9), dtype=float)
+    q2 = float(second.mean()) if second.size else None
+    q4 = float(last.mean()) if last.size else None
+    if second.size < MIN_HALF or last.size < MIN_HALF:
+        return q2, q4, None
+    rng = np.random.default_rng(seed)
+    diff = _block_means(last, rng) - _block_means(second, rng)
+    lo, hi = np.percentile(diff, [50 * (1 - CONFIDENCE), 100 - 50 * (1 - CONFIDENCE)])
+    return q2, q4, Interval(float(last.mean() - second.mean()), float(lo), float(hi))
 
 
 def growth_tolerance(slos: Sequence[SLO], first_half_p95: float) -> float:
@@ -162,11 +190,15 @@ def judge(
                 f"p95 TTFT grew {growth.estimate:+.0f} ms from the first half to the last "
                 f"({CONFIDENCE:.0%} interval [{growth.low:+.0f}, {growth.high:+.0f}], tolerance {tolerance:.0f})"
             )
-    second_q = _mean_in_flight(recs, t0 + span / 4, mid)
-    last_q = _mean_in_flight(recs, t0 + 3 * span / 4, t1 + 1e-9)
-    if second_q is not None and last_q is not None and last_q > 2 * second_q + BACKLOG_SLACK:
-        reasons.append(f"requests in flight grew from {second_q:.1f} to {last_q:.1f} (a queue building up)")
-    return Steadiness(dict(tail_values), tail_met, growth, tolerance, second_q, last_q, tuple(reasons))
+    second_q, last_q, backlog = backlog_growth(recs, t0, span, seed)
+    if backlog is not None and second_q is not None:
+        allowed = max(BACKLOG_MIN, BACKLOG_FRACTION * second_q)
+        if backlog.low > allowed:
+            reasons.append(
+                f"requests in flight grew from {second_q:.1f} to {last_q:.1f} ({CONFIDENCE:.0%} interval of the "
+                f"growth [{backlog.low:+.1f}, {backlog.high:+.1f}], tolerance {allowed:.1f}): a queue building up"
+            )
+    return Steadiness(dict(tail_values), tail_met, growth, tolerance, second_q, last_q, backlog, tuple(reasons))
 
 
 def _fmt(v: float | None) -> str:

@@ -61,6 +61,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if fixture in fixtures and item.get_closest_marker(marker) is None:
                 raise pytest.UsageError(f"{item.nodeid} uses the fixture {fixture}: mark it @pytest.mark.{marker}")
         heavy = any(item.get_closest_marker(m) for m in HEAVY_MARKERS)
+        if item.get_closest_marker("long") is not None and not heavy:  # `long` only sorts heavy tests
+            raise pytest.UsageError(f"{item.nodeid} is marked long: mark it vllm, quantize or postgres too")
         if not heavy and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(UNIT_TIMEOUT_S))
 

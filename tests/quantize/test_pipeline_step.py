@@ -12,7 +12,7 @@ from tuner.quantize_step import maybe_quantize
 from tuner.settings import resolve
 from tuner.space import suggest_config
 
-pytestmark = pytest.mark.quantize
+pytestmark = [pytest.mark.quantize, pytest.mark.long]
 
 
 def test_quantize_first_then_search_both_variants(quant_python, tiny_model, vllm_python, tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ import pytest
 
 from tuner.quantize import QualityGateError, QuantizeRecipe, QuantizeResult, quantize
 
-pytestmark = pytest.mark.quantize
+pytestmark = [pytest.mark.quantize, pytest.mark.long]
 
 
 def _dtypes(model_dir: Path) -> dict[str, str]:

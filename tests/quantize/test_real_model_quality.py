@@ -13,7 +13,7 @@ import pytest
 from tuner.quant_gate import GateThresholds, judge
 from tuner.quantize import QuantizeRecipe, QuantizeResult, quantize
 
-pytestmark = pytest.mark.quantize
+pytestmark = [pytest.mark.quantize, pytest.mark.long]
 
 SOUND_SAMPLES = 32  # calibration samples of the sound quantization (the CLI's default is 128)
 DAMAGED = QuantizeRecipe(restore_below=0.0, max_rounds=1)  # one round: the damage comes after it

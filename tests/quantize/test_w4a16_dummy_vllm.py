@@ -9,6 +9,7 @@ from tuner.synthetic import write_model
 
 
 @pytest.mark.vllm
+@pytest.mark.long
 def test_vllm_cpu_serves_the_config_only_4bit_variant(tmp_path, vllm_completion) -> None:
     model = write_model(tmp_path / "tiny-w4a16", "llama-tiny", weights=False, w4a16=True)
     answer, log = vllm_completion(model, "--load-format", "dummy")
