@@ -101,8 +101,8 @@ def w4a16_quantization_config(cfg: dict[str, Any]) -> dict[str, Any]:
     and kernels are real, its (random) weights need no calibration. No layer is restored to 16-bit (a real
     quantization may restore a few: docs/quantize.md)."""
     from tuner.model_spec import ModelSpec
-    from tuner.quant_groups import choose_group_size
-    from tuner.quantize import SCHEMES, QuantizeRecipe
+    from tuner.quantize.api import SCHEMES, QuantizeRecipe
+    from tuner.quantize.groups import choose_group_size
 
     recipe = QuantizeRecipe()
     group = choose_group_size(ModelSpec.from_config(cfg), recipe.group_size)

@@ -85,8 +85,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _interpreter(args: argparse.Namespace) -> str:
-    from tuner.quant_setup import setup_interpreter
-    from tuner.quantize import default_python
+    from tuner.quantize.api import default_python
+    from tuner.quantize.setup import setup_interpreter
 
     if args.setup:
         if args.backend == "autoawq":
@@ -110,7 +110,7 @@ def _interpreter(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from tuner.errors import QuantizeError
-    from tuner.quantize import GateThresholds, QualityGateError, QuantizeRecipe, quantize
+    from tuner.quantize.api import GateThresholds, QualityGateError, QuantizeRecipe, quantize
 
     if not args.setup and (args.model is None or args.out is None):
         raise UsageError("--model and --out are required (or --setup alone, to build the quantization interpreter)")

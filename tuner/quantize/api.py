@@ -1,6 +1,6 @@
 """Quantize a model to 4-bit AWQ (W4A16, asymmetric, groups of 128/64/32) and judge it with a quality gate.
 
-    from tuner.quantize import QuantizeRecipe, quantize
+    from tuner.quantize.api import QuantizeRecipe, quantize
     result = quantize("models/llama", "models/llama-awq", python=".venv-quant/bin/python")
     result.quality.gate            # "pass" | "fail"  (a failing gate raises unless gate=False)
 
@@ -26,13 +26,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tuner import quant_cache
 from tuner.errors import QuantizeError, UsageError
 from tuner.model_spec import ModelSpec
-from tuner.quant_gate import GateThresholds, QualityReport, judge
-from tuner.quant_groups import GroupChoice, choose_group_size
-from tuner.quant_interpreter import BACKENDS, check_backend, default_python, run_worker
-from tuner.quant_text import BUILTIN_VERSION, jsonl_texts
+from tuner.quantize import cache
+from tuner.quantize.gate import GateThresholds, QualityReport, judge
+from tuner.quantize.groups import GroupChoice, choose_group_size
+from tuner.quantize.interpreter import BACKENDS, check_backend, default_python, run_worker
+from tuner.quantize.text import BUILTIN_VERSION, jsonl_texts
 
 DAMAGES = ("packed", "scales", "flipped-scales", "zeroed-layer")  # tuner.quant_metrics.DAMAGES (imports torch)
 
@@ -136,13 +136,11 @@ def _calibration(calib: str | None, samples: int, seed: int) -> tuple[list[str] 
 
     random.Random(seed).shuffle(texts)
     n_held = max(1, min(16, len(texts) // 8))  # a slice of the user's data joins the held-out set
-    return texts[n_held:][:samples], texts[:n_held], quant_cache.file_hash(path)
+    return texts[n_held:][:samples], texts[:n_held], cache.file_hash(path)
 
 
 def _prepare_out(out_dir: Path) -> None:
-    if out_dir.exists() and (
-        not out_dir.is_dir() or (any(out_dir.iterdir()) and quant_cache.read_manifest(out_dir) is None)
-    ):
+    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and cache.read_manifest(out_dir) is None)):
         raise UsageError(
             f"output {out_dir} exists and is not a slotune quantization; choose a new or empty "
             "directory (slotune only replaces outputs it wrote itself)"
@@ -191,13 +189,13 @@ def quantize(
     if on_progress is not None:
         on_progress(group.line())
     calib_texts, held_texts, calib_hash = _calibration(calib, samples, recipe.seed)
-    key = quant_cache.cache_key(
-        quant_cache.model_fingerprint(model_dir),
+    key = cache.cache_key(
+        cache.model_fingerprint(model_dir),
         recipe.to_job(),
         calib_hash,
         {"samples": samples, "backend": backend, "worker": WORKER_VERSION, "damage": damage},
     )
-    found = quant_cache.lookup(out_dir, None if damage else cache_dir, key)
+    found = cache.lookup(out_dir, None if damage else cache_dir, key)
     cached = found is not None
     if found is None:
         staging = out_dir.with_name(f".{out_dir.name}.partial-{os.getpid()}")
@@ -235,10 +233,10 @@ def quantize(
             "calibration": calib or BUILTIN_VERSION,
             "measured": measured,
         }
-        (staging / quant_cache.MANIFEST).write_text(json.dumps(found, indent=1))
-        quant_cache.replace_dir(out_dir, staging)
+        (staging / cache.MANIFEST).write_text(json.dumps(found, indent=1))
+        cache.replace_dir(out_dir, staging)
         if cache_dir is not None and damage is None:
-            quant_cache.store(out_dir, cache_dir, key)
+            cache.store(out_dir, cache_dir, key)
     measured = found["measured"]
     report = judge(measured, thresholds or GateThresholds())
     result = QuantizeResult(

@@ -15,7 +15,7 @@ def maybe_quantize(settings: TuneSettings, inputs: Inputs) -> str | None:
     """Quantized model dir to search beside the 16-bit one, or None when not asked."""
     if settings.quantize != "awq":
         return None
-    from tuner.quantize import default_python, quantize
+    from tuner.quantize.api import default_python, quantize
 
     python = settings.quantize_python or default_python()
     if not python:

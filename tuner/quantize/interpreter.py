@@ -21,7 +21,7 @@ from typing import Any
 
 from tuner.errors import QuantizeError, UsageError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("llmcompressor", "autoawq")
 _PROGRESS = "slotune-quant: "
 _ERROR = "slotune-quant-error: "  # tuner.quant_worker.ERROR_PREFIX (the worker module imports torch)
@@ -41,7 +41,7 @@ def run_worker(
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p),
         }
-        cmd = [python, "-m", "tuner.quant_worker", "--job", str(job_file), "--result", str(result_file)]
+        cmd = [python, "-m", "tuner.quantize.worker", "--job", str(job_file), "--result", str(result_file)]
         tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
         error: list[str] = []
         try:
@@ -104,7 +104,7 @@ def default_python(backend: str = "llmcompressor") -> str | None:
     import importlib.util
     import sys
 
-    from tuner.quant_setup import cache_venv
+    from tuner.quantize.setup import cache_venv
 
     var, venv = (
         ("SLOTUNE_AUTOAWQ_PYTHON", ".venv-awq") if backend == "autoawq" else ("SLOTUNE_QUANTIZE_PYTHON", ".venv-quant")
