@@ -6,14 +6,14 @@
 
 The heavy work runs in a subprocess under ``python`` — an interpreter with llm-compressor
 (scripts/install-quantize.sh), kept apart from vLLM's because their compressed-tensors pins differ —
-as ``python -m tuner.quant_worker`` with this repository on PYTHONPATH. Its progress lines are relayed
+as ``python -m tuner.quantize.worker`` with this repository on PYTHONPATH. Its progress lines are relayed
 to ``on_progress``; its whole log is kept as ``<out_dir>/slotune-quantize.log``. The output is a
 compressed-tensors ``pack-quantized`` checkpoint that vLLM loads with no ``--quantization`` flag;
 lm_head and the embeddings stay 16-bit, and so do layers the gate restored. The group size is chosen
-per model (tuner.quant_groups) unless the recipe names one.
+per model (tuner.quantize.groups) unless the recipe names one.
 
 A finished output is reused when the model's contents, the recipe and the calibration data are
-unchanged (tuner.quant_cache); the cached measurements are re-judged with the current thresholds.
+unchanged (tuner.quantize.cache); the cached measurements are re-judged with the current thresholds.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from tuner.quantize.groups import GroupChoice, choose_group_size
 from tuner.quantize.interpreter import BACKENDS, check_backend, default_python, run_worker
 from tuner.quantize.text import BUILTIN_VERSION, jsonl_texts
 
-DAMAGES = ("packed", "scales", "flipped-scales", "zeroed-layer")  # tuner.quant_metrics.DAMAGES (imports torch)
+DAMAGES = ("packed", "scales", "flipped-scales", "zeroed-layer")  # tuner.quantize.metrics.DAMAGES (imports torch)
 
 __all__ = [
     "BACKENDS",
@@ -55,7 +55,7 @@ _LOG = "slotune-quantize.log"
 @dataclass(frozen=True)
 class QuantizeRecipe:
     """What to quantize and how. ``ignore`` are module names (or ``re:`` patterns) left 16-bit;
-    ``group_size`` None: chosen per model (tuner.quant_groups)."""
+    ``group_size`` None: chosen per model (tuner.quantize.groups)."""
 
     scheme: str = "w4a16"
     group_size: int | None = None
@@ -167,7 +167,7 @@ def quantize(
 
     Raises UsageError for bad input, QuantizeError when the worker fails (with its log tail) or when
     the gate fails and ``gate`` is True (the output and its report stay in ``out_dir``; ``gate=False``
-    accepts it). ``damage`` (one of ``quant_metrics.DAMAGES``) is a test seam that corrupts the saved weights
+    accepts it). ``damage`` (one of ``tuner.quantize.metrics.DAMAGES``) is a test seam that corrupts the saved weights
     before the gate measures them; its outputs are never cached.
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)

@@ -2,9 +2,9 @@
 
 llm-compressor (and AutoAWQ) pin other compressed-tensors versions than vLLM, so quantization runs in an
 interpreter of its own (``tune quantize --setup``, scripts/install-quantize.sh; or this one where it has
-llm-compressor) as ``python -m tuner.quant_worker`` with this
+llm-compressor) as ``python -m tuner.quantize.worker`` with this
 repository on PYTHONPATH. ``run_worker`` relays the worker's progress lines, keeps its whole log and never
-lets it outlive an interruption; tuner.quantize decides what to run and judges the result.
+lets it outlive an interruption; tuner.quantize.api decides what to run and judges the result.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tuner.errors import QuantizeError, UsageError
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("llmcompressor", "autoawq")
 _PROGRESS = "slotune-quant: "
-_ERROR = "slotune-quant-error: "  # tuner.quant_worker.ERROR_PREFIX (the worker module imports torch)
+_ERROR = "slotune-quant-error: "  # tuner.quantize.worker.ERROR_PREFIX (the worker module imports torch)
 _TAIL_LINES = 40
 
 
@@ -97,7 +97,7 @@ def check_backend(backend: str, python: str) -> None:
 def default_python(backend: str = "llmcompressor") -> str | None:
     """The interpreter that quantizes, first found of: ``$SLOTUNE_QUANTIZE_PYTHON``; this interpreter when it
     has llm-compressor; ``.venv-quant/bin/python`` in the repo or the current dir; the venv ``tune quantize
-    --setup`` builds (tuner.quant_setup.cache_venv). None when there is none.
+    --setup`` builds (tuner.quantize.setup.cache_venv). None when there is none.
 
     For the autoawq backend: ``$SLOTUNE_AUTOAWQ_PYTHON``, else ``.venv-awq/bin/python``.
     """

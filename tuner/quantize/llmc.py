@@ -2,8 +2,8 @@
 
 AWQ smoothing + W{bits}A16 group quantization with ``oneshot``, saved in the compressed-tensors
 ``pack-quantized`` format. Per-layer cosines are measured on the held-out sequences with the
-fake-quantized model that ``oneshot`` leaves in memory (see tuner.quant_metrics.layer_cosines).
-Imports: torch, transformers, llm-compressor (+ datasets) and tuner.quant_metrics only.
+fake-quantized model that ``oneshot`` leaves in memory (see tuner.quantize.metrics.layer_cosines).
+Imports: torch, transformers, llm-compressor (+ datasets) and tuner.quantize.metrics only.
 """
 
 from __future__ import annotations

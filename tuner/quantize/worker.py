@@ -1,16 +1,16 @@
-"""The quantization subprocess: ``python -m tuner.quant_worker --job JOB.json --result RESULT.json``.
+"""The quantization subprocess: ``python -m tuner.quantize.worker --job JOB.json --result RESULT.json``.
 
 Runs under the quantization interpreter (scripts/install-quantize.sh), never under vLLM's: it imports
 only the standard library, torch, transformers, the backend's library and its stdlib/torch helpers
-``tuner.quant_text``, ``tuner.quant_metrics`` and the backend module — ``tuner.quant_llmc``
-(llm-compressor, the default) or ``tuner.quant_awq`` (AutoAWQ, deprecated). The parent
-(tuner.quantize) writes the job, relays the ``slotune-quant:`` progress lines from stderr and reads
+``tuner.quantize.text``, ``tuner.quantize.metrics`` and the backend module — ``tuner.quantize.llmc``
+(llm-compressor, the default) or ``tuner.quantize.awq`` (AutoAWQ, deprecated). The parent
+(tuner.quantize.api) writes the job, relays the ``slotune-quant:`` progress lines from stderr and reads
 the result; the process exits before vLLM starts, so the memory it used is free again.
 
 Steps: held-out reference log-probs of the 16-bit model → AWQ + W4A16 group quantization → per-layer
 output cosine; layers under ``restore_below`` join ``ignore`` and the model is re-quantized (mixed
 precision), up to ``max_rounds`` → save → reload the saved directory and compare it with the
-reference (NLL, KL, top-1). The gate's verdict is the parent's job (tuner.quant_gate).
+reference (NLL, KL, top-1). The gate's verdict is the parent's job (tuner.quantize.gate).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import torch
 from tuner.quantize import text
 from tuner.quantize.metrics import compare_logprobs, reference_logprobs
 
-ERROR_PREFIX = "slotune-quant-error: "  # the worker's last word on a failure, read by tuner.quant_interpreter
+ERROR_PREFIX = "slotune-quant-error: "  # the worker's last word on a failure, read by tuner.quantize.interpreter
 _UNK_LIMIT = 0.3  # English calibration text is unusable when more of its tokens than this are <unk>
 _RANDOM_LEN = 256  # tokens per random-token sequence (synthetic vocabularies)
 # vLLM fuses these sibling projections into one layer, which needs one quantization scheme for all
@@ -216,14 +216,14 @@ def run(job: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tuner.quant_worker")
-    p.add_argument("--job", required=True, help="job JSON written by tuner.quantize")
+    p = argparse.ArgumentParser(prog="python -m tuner.quantize.worker")
+    p.add_argument("--job", required=True, help="job JSON written by tuner.quantize.api")
     p.add_argument("--result", required=True, help="where to write the result JSON")
     args = p.parse_args(argv)
     job = json.loads(Path(args.job).read_text())
     try:
         result = run(job)
-    except Exception as exc:  # one line for the user (tuner.quant_interpreter); the traceback stays in the log
+    except Exception as exc:  # one line for the user (tuner.quantize.interpreter); the traceback stays in the log
         first = (str(exc).strip().splitlines() or [""])[0]
         print(f"{ERROR_PREFIX}{type(exc).__name__}: {first[:400]}", file=sys.stderr, flush=True)
         raise
