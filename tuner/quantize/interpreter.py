@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import QuantizeError, UsageError
+from tuner.quantize.setup import cache_venv
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("llmcompressor", "autoawq")
@@ -103,8 +104,6 @@ def default_python(backend: str = "llmcompressor") -> str | None:
     """
     import importlib.util
     import sys
-
-    from tuner.quantize.setup import cache_venv
 
     var, venv = (
         ("SLOTUNE_AUTOAWQ_PYTHON", ".venv-awq") if backend == "autoawq" else ("SLOTUNE_QUANTIZE_PYTHON", ".venv-quant")
