@@ -118,7 +118,7 @@ def _retune_changed(
 ) -> dict[str, Any]:
     from tuner.inputs import load_inputs
     from tuner.pipeline import base_config, space_context, trial_context, tune
-    from tuner.quantize_step import maybe_quantize
+    from tuner.quantize.step import maybe_quantize
     from tuner.space import params_of
     from tuner.verify import verify_at_rate
 

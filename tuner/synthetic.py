@@ -13,6 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tuner.model_spec import ModelSpec
+from tuner.quantize.api import SCHEMES, QuantizeRecipe
+from tuner.quantize.groups import choose_group_size
+
 _LLAMA_TINY: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"],
     "model_type": "llama",
@@ -100,10 +104,6 @@ def w4a16_quantization_config(cfg: dict[str, Any]) -> dict[str, Any]:
     kept 16-bit), for a config-only model served with ``--load-format dummy``: the 4-bit variant's memory
     and kernels are real, its (random) weights need no calibration. No layer is restored to 16-bit (a real
     quantization may restore a few: docs/quantize.md)."""
-    from tuner.model_spec import ModelSpec
-    from tuner.quant_groups import choose_group_size
-    from tuner.quantize import SCHEMES, QuantizeRecipe
-
     recipe = QuantizeRecipe()
     group = choose_group_size(ModelSpec.from_config(cfg), recipe.group_size)
     weights = {

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require
-from tuner.quantize import QuantizeRecipe, QuantizeResult, quantize
+from tuner.quantize.api import QuantizeRecipe, QuantizeResult, quantize
 
 # every layer measures under 0.9999, so restoration always runs: the worst layers (a quarter of the
 # quantized Linears, fused siblings together) are restored and the model is quantized a second time

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from tuner.errors import QuantizeError, UsageError
 from tuner.model_spec import ModelSpec
-from tuner.quant_groups import GROUP_SIZES, choose_group_size
-from tuner.quant_interpreter import default_python, run_worker
-from tuner.quant_setup import setup_commands, setup_interpreter
+from tuner.quantize.groups import GROUP_SIZES, choose_group_size
+from tuner.quantize.interpreter import default_python, run_worker
+from tuner.quantize.setup import setup_commands, setup_interpreter
 from tuner.synthetic import shape_config
 
 # SmolLM2-135M-Instruct's config.json (the fields the shape needs)
@@ -114,7 +114,7 @@ def test_this_interpreter_quantizes_when_it_has_llmcompressor(monkeypatch: pytes
 def test_the_setup_venv_is_found_after_setup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("SLOTUNE_QUANTIZE_PYTHON", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr("tuner.quant_interpreter.REPO_ROOT", tmp_path)
+    monkeypatch.setattr("tuner.quantize.interpreter.REPO_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
     if __import__("importlib.util").util.find_spec("llmcompressor") is not None:
         pytest.skip("this interpreter has llm-compressor: it is chosen first")
@@ -149,7 +149,7 @@ def test_cli_setup_alone_prints_the_interpreter(
 ) -> None:
     from tuner.cli import main
 
-    monkeypatch.setattr("tuner.quant_setup.setup_interpreter", lambda **_k: tmp_path / "py")
+    monkeypatch.setattr("tuner.quantize.setup.setup_interpreter", lambda **_k: tmp_path / "py")
     assert main(["quantize", "--setup"]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "py")
     assert main(["quantize", "--model", "m"]) == 2  # --out missing: one line, exit 2

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.quantize import QualityGateError, QuantizeRecipe, QuantizeResult, quantize
+from tuner.quantize.api import QualityGateError, QuantizeRecipe, QuantizeResult, quantize
 
 pytestmark = [pytest.mark.quantize, pytest.mark.long]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tuner import quant_cache
-from tuner.quantize import QualityGateError, QuantizeRecipe, QuantizeResult, quantize
+from tuner.quantize import cache
+from tuner.quantize.api import QualityGateError, QuantizeRecipe, QuantizeResult, quantize
 from tuner.synthetic import write_model
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_changed_model_is_requantized(
     changed = quant_dirs["root"] / "tiny-llama-v2"
     shutil.copytree(tiny_model, changed)
     write_model(changed, "llama-tiny", seed=1)  # same shapes, new weights
-    assert quant_cache.model_fingerprint(changed) != quant_cache.model_fingerprint(tiny_model)
+    assert cache.model_fingerprint(changed) != cache.model_fingerprint(tiny_model)
     out = quant_dirs["root"] / "changed-out"
     shutil.copytree(quantized.out_dir, out)  # the old model's quantization sits where the new one goes
     old = (out / "model.safetensors").read_bytes()

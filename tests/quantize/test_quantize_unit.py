@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tuner import quant_cache
 from tuner.cli import main
 from tuner.errors import UsageError
-from tuner.quant_gate import GateThresholds, judge
-from tuner.quantize import QuantizeRecipe, _calibration, quantize
+from tuner.quantize import cache
+from tuner.quantize.api import QuantizeRecipe, _calibration, quantize
+from tuner.quantize.gate import GateThresholds, judge
 
 SOUND = {
     "metrics": {
@@ -69,21 +69,21 @@ def _model(d: Path, payload: bytes) -> Path:
 
 
 def test_fingerprint_follows_weight_contents_not_shapes(tmp_path: Path) -> None:
-    a = quant_cache.model_fingerprint(_model(tmp_path / "a", b"\x00" * 64))
-    same = quant_cache.model_fingerprint(_model(tmp_path / "b", b"\x00" * 64))
-    changed = quant_cache.model_fingerprint(_model(tmp_path / "c", b"\x00" * 63 + b"\x01"))
+    a = cache.model_fingerprint(_model(tmp_path / "a", b"\x00" * 64))
+    same = cache.model_fingerprint(_model(tmp_path / "b", b"\x00" * 64))
+    changed = cache.model_fingerprint(_model(tmp_path / "c", b"\x00" * 63 + b"\x01"))
     assert a == same != changed
     (tmp_path / "b" / "README.md").write_text("notes")  # documentation does not change the model
-    assert quant_cache.model_fingerprint(tmp_path / "b") == a
+    assert cache.model_fingerprint(tmp_path / "b") == a
 
 
 def test_cache_key_covers_recipe_calibration_and_extra() -> None:
-    base = quant_cache.cache_key("m", QuantizeRecipe().to_job(), "cal", {"samples": 128})
-    assert base == quant_cache.cache_key("m", QuantizeRecipe().to_job(), "cal", {"samples": 128})
-    assert base != quant_cache.cache_key("m2", QuantizeRecipe().to_job(), "cal", {"samples": 128})
-    assert base != quant_cache.cache_key("m", QuantizeRecipe(group_size=64).to_job(), "cal", {"samples": 128})
-    assert base != quant_cache.cache_key("m", QuantizeRecipe().to_job(), "cal2", {"samples": 128})
-    assert base != quant_cache.cache_key("m", QuantizeRecipe().to_job(), "cal", {"samples": 64})
+    base = cache.cache_key("m", QuantizeRecipe().to_job(), "cal", {"samples": 128})
+    assert base == cache.cache_key("m", QuantizeRecipe().to_job(), "cal", {"samples": 128})
+    assert base != cache.cache_key("m2", QuantizeRecipe().to_job(), "cal", {"samples": 128})
+    assert base != cache.cache_key("m", QuantizeRecipe(group_size=64).to_job(), "cal", {"samples": 128})
+    assert base != cache.cache_key("m", QuantizeRecipe().to_job(), "cal2", {"samples": 128})
+    assert base != cache.cache_key("m", QuantizeRecipe().to_job(), "cal", {"samples": 64})
 
 
 def test_calibration_jsonl_text_and_messages(tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ def test_calibration_jsonl_text_and_messages(tmp_path: Path) -> None:
     assert calib is not None and len(calib) + len(held) == 16 and len(held) == 2
     assert "hi\nhello" in calib + held
     assert not set(calib) & set(held) - {"hi\nhello"}
-    assert digest == quant_cache.file_hash(f)
+    assert digest == cache.file_hash(f)
     assert len(_calibration(str(f), samples=4, seed=0)[0] or []) == 4
 
 
@@ -130,7 +130,7 @@ def test_cli_without_interpreter_exits_2(
 ) -> None:
     monkeypatch.delenv("SLOTUNE_QUANTIZE_PYTHON", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no venv of --setup either
-    monkeypatch.setattr("tuner.quant_interpreter.REPO_ROOT", tmp_path)
+    monkeypatch.setattr("tuner.quantize.interpreter.REPO_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
     assert main(["quantize", "--model", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
@@ -167,7 +167,7 @@ def test_cli_autoawq_without_interpreter_names_the_install_flag(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("SLOTUNE_AUTOAWQ_PYTHON", raising=False)
-    monkeypatch.setattr("tuner.quant_interpreter.REPO_ROOT", tmp_path)
+    monkeypatch.setattr("tuner.quantize.interpreter.REPO_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
     model = _model(tmp_path / "m", b"\x00")
     code = main(["quantize", "--model", str(model), "--out", str(tmp_path / "o"), "--backend", "autoawq"])

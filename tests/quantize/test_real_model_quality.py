@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tuner.quant_gate import GateThresholds, judge
-from tuner.quantize import QuantizeRecipe, QuantizeResult, quantize
+from tuner.quantize.api import QuantizeRecipe, QuantizeResult, quantize
+from tuner.quantize.gate import GateThresholds, judge
 
 pytestmark = [pytest.mark.quantize, pytest.mark.long]
 

@@ -7,7 +7,9 @@ import json
 import sys
 
 from tuner import rules
-from tuner.errors import UsageError
+from tuner.errors import QuantizeError, UsageError
+from tuner.quantize import setup
+from tuner.quantize.api import GateThresholds, QualityGateError, QuantizeRecipe, default_python, quantize
 from tuner.rules import flag_type
 
 _DEFAULTS = {"max_nll_delta": 0.10, "max_kl": 0.10, "min_top1": 0.50, "min_layer_cosine": 0.98}
@@ -85,15 +87,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _interpreter(args: argparse.Namespace) -> str:
-    from tuner.quant_setup import setup_interpreter
-    from tuner.quantize import default_python
-
     if args.setup:
         if args.backend == "autoawq":
             raise UsageError(
                 "--setup builds the llmcompressor interpreter; for autoawq run scripts/install-quantize.sh"
             )
-        return str(setup_interpreter(say=lambda m: print(f"quantize --setup: {m}", file=sys.stderr, flush=True)))
+        return str(setup.setup_interpreter(say=lambda m: print(f"quantize --setup: {m}", file=sys.stderr, flush=True)))
     python = args.quantize_python or default_python(args.backend)
     if python is None and args.backend == "autoawq":
         raise UsageError(
@@ -109,9 +108,6 @@ def _interpreter(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuner.errors import QuantizeError
-    from tuner.quantize import GateThresholds, QualityGateError, QuantizeRecipe, quantize
-
     if not args.setup and (args.model is None or args.out is None):
         raise UsageError("--model and --out are required (or --setup alone, to build the quantization interpreter)")
     if (args.model is None) != (args.out is None):

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from tuner.inputs import load_inputs
     from tuner.out_dir import claimed
     from tuner.pipeline import check_resume, storage_url, tune
-    from tuner.quantize_step import maybe_quantize
+    from tuner.quantize.step import maybe_quantize
     from tuner.study import check_storage
 
     settings = settings_from_args(args)

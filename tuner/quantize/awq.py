@@ -28,7 +28,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from tuner import quant_metrics
+from tuner.quantize import metrics
 
 NAME = "autoawq"
 EVAL_DTYPE = "float32"  # the dequantized checkpoint and the reference both run in float32
@@ -164,4 +164,4 @@ def load_quantized(job: dict, device: str | None) -> Any:
 
 def damage(out_dir: Path, kind: str) -> None:
     """Test seam: random packed weights (``packed``) or every group scale ×16 (``scales``)."""
-    quant_metrics.damage_checkpoint(out_dir, kind, ".qweight", ".scales")
+    metrics.damage_checkpoint(out_dir, kind, ".qweight", ".scales")

@@ -1,6 +1,6 @@
 """The quantization quality gate: thresholds, the frozen QualityReport and the verdict (pure).
 
-The worker (tuner.quant_worker) measures; this module judges, so that a cached measurement is
+The worker (tuner.quantize.worker) measures; this module judges, so that a cached measurement is
 re-judged with the thresholds of the current run. Defaults (``GateThresholds()``):
 
     nll_delta       ≤ 0.10  nats/token  (perplexity at most ×1.105 on held-out text)

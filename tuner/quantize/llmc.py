@@ -2,8 +2,8 @@
 
 AWQ smoothing + W{bits}A16 group quantization with ``oneshot``, saved in the compressed-tensors
 ``pack-quantized`` format. Per-layer cosines are measured on the held-out sequences with the
-fake-quantized model that ``oneshot`` leaves in memory (see tuner.quant_metrics.layer_cosines).
-Imports: torch, transformers, llm-compressor (+ datasets) and tuner.quant_metrics only.
+fake-quantized model that ``oneshot`` leaves in memory (see tuner.quantize.metrics.layer_cosines).
+Imports: torch, transformers, llm-compressor (+ datasets) and tuner.quantize.metrics only.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tuner import quant_metrics
+from tuner.quantize import metrics
 
 NAME = "llmcompressor"
 EVAL_DTYPE = "auto"  # the reloaded compressed model and the reference run in the checkpoint's dtype
@@ -84,7 +84,7 @@ def quantize_once(
         shuffle_calibration_samples=False,
     )
     dispatch_for_generation(model)
-    return model, quant_metrics.layer_cosines(model, held)
+    return model, metrics.layer_cosines(model, held)
 
 
 def save(model: Any, out_dir: Path) -> None:
@@ -100,4 +100,4 @@ def load_quantized(job: dict, device: str | None) -> Any:
 
 def damage(out_dir: Path, kind: str) -> None:
     """Test seam: random packed weights (``packed``) or every group scale ×16 (``scales``)."""
-    quant_metrics.damage_checkpoint(out_dir, kind, "weight_packed", "weight_scale")
+    metrics.damage_checkpoint(out_dir, kind, "weight_packed", "weight_scale")

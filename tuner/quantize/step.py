@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tuner.errors import UsageError
 from tuner.inputs import Inputs
+from tuner.quantize.api import default_python, quantize
 from tuner.settings import TuneSettings
 
 
@@ -15,8 +16,6 @@ def maybe_quantize(settings: TuneSettings, inputs: Inputs) -> str | None:
     """Quantized model dir to search beside the 16-bit one, or None when not asked."""
     if settings.quantize != "awq":
         return None
-    from tuner.quantize import default_python, quantize
-
     python = settings.quantize_python or default_python()
     if not python:
         raise UsageError(

@@ -3,7 +3,7 @@
 llm-compressor pins compressed-tensors 0.19 while vLLM pins 0.17, so it needs an interpreter of its own.
 A clone has ``scripts/install-quantize.sh``; a wheel does not ship scripts, so ``--setup`` builds the same
 pinned venv into a cache folder (``$XDG_CACHE_HOME/slotune/quantize-venv``, else ``~/.cache/...``), where
-``tuner.quant_interpreter.default_python`` finds it afterwards. It runs ``python -m venv`` and ``pip``
+``tuner.quantize.interpreter.default_python`` finds it afterwards. It runs ``python -m venv`` and ``pip``
 (with the user's pip configuration: a CPU-only torch index, a proxy) through an injected runner.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tuner.errors import UsageError
 
-LLMCOMPRESSOR_SPEC = "llmcompressor==0.14.0.1"  # the version tuner.quant_llmc was written and tested against
+LLMCOMPRESSOR_SPEC = "llmcompressor==0.14.0.1"  # the version tuner.quantize.llmc was written and tested against
 DEFAULT_TORCH_SPEC = "torch==2.13.0"
 Runner = Callable[[Sequence[str]], int]
 

@@ -1,19 +1,19 @@
 """Quantize a model to 4-bit AWQ (W4A16, asymmetric, groups of 128/64/32) and judge it with a quality gate.
 
-    from tuner.quantize import QuantizeRecipe, quantize
+    from tuner.quantize.api import QuantizeRecipe, quantize
     result = quantize("models/llama", "models/llama-awq", python=".venv-quant/bin/python")
     result.quality.gate            # "pass" | "fail"  (a failing gate raises unless gate=False)
 
 The heavy work runs in a subprocess under ``python`` — an interpreter with llm-compressor
 (scripts/install-quantize.sh), kept apart from vLLM's because their compressed-tensors pins differ —
-as ``python -m tuner.quant_worker`` with this repository on PYTHONPATH. Its progress lines are relayed
+as ``python -m tuner.quantize.worker`` with this repository on PYTHONPATH. Its progress lines are relayed
 to ``on_progress``; its whole log is kept as ``<out_dir>/slotune-quantize.log``. The output is a
 compressed-tensors ``pack-quantized`` checkpoint that vLLM loads with no ``--quantization`` flag;
 lm_head and the embeddings stay 16-bit, and so do layers the gate restored. The group size is chosen
-per model (tuner.quant_groups) unless the recipe names one.
+per model (tuner.quantize.groups) unless the recipe names one.
 
 A finished output is reused when the model's contents, the recipe and the calibration data are
-unchanged (tuner.quant_cache); the cached measurements are re-judged with the current thresholds.
+unchanged (tuner.quantize.cache); the cached measurements are re-judged with the current thresholds.
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tuner import quant_cache
 from tuner.errors import QuantizeError, UsageError
 from tuner.model_spec import ModelSpec
-from tuner.quant_gate import GateThresholds, QualityReport, judge
-from tuner.quant_groups import GroupChoice, choose_group_size
-from tuner.quant_interpreter import BACKENDS, check_backend, default_python, run_worker
-from tuner.quant_text import BUILTIN_VERSION, jsonl_texts
+from tuner.quantize import cache
+from tuner.quantize.gate import GateThresholds, QualityReport, judge
+from tuner.quantize.groups import GroupChoice, choose_group_size
+from tuner.quantize.interpreter import BACKENDS, check_backend, default_python, run_worker
+from tuner.quantize.text import BUILTIN_VERSION, jsonl_texts
 
-DAMAGES = ("packed", "scales", "flipped-scales", "zeroed-layer")  # tuner.quant_metrics.DAMAGES (imports torch)
+DAMAGES = ("packed", "scales", "flipped-scales", "zeroed-layer")  # tuner.quantize.metrics.DAMAGES (imports torch)
 
 __all__ = [
     "BACKENDS",
@@ -55,7 +55,7 @@ _LOG = "slotune-quantize.log"
 @dataclass(frozen=True)
 class QuantizeRecipe:
     """What to quantize and how. ``ignore`` are module names (or ``re:`` patterns) left 16-bit;
-    ``group_size`` None: chosen per model (tuner.quant_groups)."""
+    ``group_size`` None: chosen per model (tuner.quantize.groups)."""
 
     scheme: str = "w4a16"
     group_size: int | None = None
@@ -136,13 +136,11 @@ def _calibration(calib: str | None, samples: int, seed: int) -> tuple[list[str] 
 
     random.Random(seed).shuffle(texts)
     n_held = max(1, min(16, len(texts) // 8))  # a slice of the user's data joins the held-out set
-    return texts[n_held:][:samples], texts[:n_held], quant_cache.file_hash(path)
+    return texts[n_held:][:samples], texts[:n_held], cache.file_hash(path)
 
 
 def _prepare_out(out_dir: Path) -> None:
-    if out_dir.exists() and (
-        not out_dir.is_dir() or (any(out_dir.iterdir()) and quant_cache.read_manifest(out_dir) is None)
-    ):
+    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and cache.read_manifest(out_dir) is None)):
         raise UsageError(
             f"output {out_dir} exists and is not a slotune quantization; choose a new or empty "
             "directory (slotune only replaces outputs it wrote itself)"
@@ -169,7 +167,7 @@ def quantize(
 
     Raises UsageError for bad input, QuantizeError when the worker fails (with its log tail) or when
     the gate fails and ``gate`` is True (the output and its report stay in ``out_dir``; ``gate=False``
-    accepts it). ``damage`` (one of ``quant_metrics.DAMAGES``) is a test seam that corrupts the saved weights
+    accepts it). ``damage`` (one of ``tuner.quantize.metrics.DAMAGES``) is a test seam that corrupts the saved weights
     before the gate measures them; its outputs are never cached.
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)
@@ -191,13 +189,13 @@ def quantize(
     if on_progress is not None:
         on_progress(group.line())
     calib_texts, held_texts, calib_hash = _calibration(calib, samples, recipe.seed)
-    key = quant_cache.cache_key(
-        quant_cache.model_fingerprint(model_dir),
+    key = cache.cache_key(
+        cache.model_fingerprint(model_dir),
         recipe.to_job(),
         calib_hash,
         {"samples": samples, "backend": backend, "worker": WORKER_VERSION, "damage": damage},
     )
-    found = quant_cache.lookup(out_dir, None if damage else cache_dir, key)
+    found = cache.lookup(out_dir, None if damage else cache_dir, key)
     cached = found is not None
     if found is None:
         staging = out_dir.with_name(f".{out_dir.name}.partial-{os.getpid()}")
@@ -235,10 +233,10 @@ def quantize(
             "calibration": calib or BUILTIN_VERSION,
             "measured": measured,
         }
-        (staging / quant_cache.MANIFEST).write_text(json.dumps(found, indent=1))
-        quant_cache.replace_dir(out_dir, staging)
+        (staging / cache.MANIFEST).write_text(json.dumps(found, indent=1))
+        cache.replace_dir(out_dir, staging)
         if cache_dir is not None and damage is None:
-            quant_cache.store(out_dir, cache_dir, key)
+            cache.store(out_dir, cache_dir, key)
     measured = found["measured"]
     report = judge(measured, thresholds or GateThresholds())
     result = QuantizeResult(

@@ -2,9 +2,9 @@
 
 llm-compressor (and AutoAWQ) pin other compressed-tensors versions than vLLM, so quantization runs in an
 interpreter of its own (``tune quantize --setup``, scripts/install-quantize.sh; or this one where it has
-llm-compressor) as ``python -m tuner.quant_worker`` with this
+llm-compressor) as ``python -m tuner.quantize.worker`` with this
 repository on PYTHONPATH. ``run_worker`` relays the worker's progress lines, keeps its whole log and never
-lets it outlive an interruption; tuner.quantize decides what to run and judges the result.
+lets it outlive an interruption; tuner.quantize.api decides what to run and judges the result.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import QuantizeError, UsageError
+from tuner.quantize.setup import cache_venv
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("llmcompressor", "autoawq")
 _PROGRESS = "slotune-quant: "
-_ERROR = "slotune-quant-error: "  # tuner.quant_worker.ERROR_PREFIX (the worker module imports torch)
+_ERROR = "slotune-quant-error: "  # tuner.quantize.worker.ERROR_PREFIX (the worker module imports torch)
 _TAIL_LINES = 40
 
 
@@ -41,7 +42,7 @@ def run_worker(
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p),
         }
-        cmd = [python, "-m", "tuner.quant_worker", "--job", str(job_file), "--result", str(result_file)]
+        cmd = [python, "-m", "tuner.quantize.worker", "--job", str(job_file), "--result", str(result_file)]
         tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
         error: list[str] = []
         try:
@@ -97,14 +98,12 @@ def check_backend(backend: str, python: str) -> None:
 def default_python(backend: str = "llmcompressor") -> str | None:
     """The interpreter that quantizes, first found of: ``$SLOTUNE_QUANTIZE_PYTHON``; this interpreter when it
     has llm-compressor; ``.venv-quant/bin/python`` in the repo or the current dir; the venv ``tune quantize
-    --setup`` builds (tuner.quant_setup.cache_venv). None when there is none.
+    --setup`` builds (tuner.quantize.setup.cache_venv). None when there is none.
 
     For the autoawq backend: ``$SLOTUNE_AUTOAWQ_PYTHON``, else ``.venv-awq/bin/python``.
     """
     import importlib.util
     import sys
-
-    from tuner.quant_setup import cache_venv
 
     var, venv = (
         ("SLOTUNE_AUTOAWQ_PYTHON", ".venv-awq") if backend == "autoawq" else ("SLOTUNE_QUANTIZE_PYTHON", ".venv-quant")

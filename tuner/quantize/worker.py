@@ -1,16 +1,16 @@
-"""The quantization subprocess: ``python -m tuner.quant_worker --job JOB.json --result RESULT.json``.
+"""The quantization subprocess: ``python -m tuner.quantize.worker --job JOB.json --result RESULT.json``.
 
 Runs under the quantization interpreter (scripts/install-quantize.sh), never under vLLM's: it imports
 only the standard library, torch, transformers, the backend's library and its stdlib/torch helpers
-``tuner.quant_text``, ``tuner.quant_metrics`` and the backend module — ``tuner.quant_llmc``
-(llm-compressor, the default) or ``tuner.quant_awq`` (AutoAWQ, deprecated). The parent
-(tuner.quantize) writes the job, relays the ``slotune-quant:`` progress lines from stderr and reads
+``tuner.quantize.text``, ``tuner.quantize.metrics`` and the backend module — ``tuner.quantize.llmc``
+(llm-compressor, the default) or ``tuner.quantize.awq`` (AutoAWQ, deprecated). The parent
+(tuner.quantize.api) writes the job, relays the ``slotune-quant:`` progress lines from stderr and reads
 the result; the process exits before vLLM starts, so the memory it used is free again.
 
 Steps: held-out reference log-probs of the 16-bit model → AWQ + W4A16 group quantization → per-layer
 output cosine; layers under ``restore_below`` join ``ignore`` and the model is re-quantized (mixed
 precision), up to ``max_rounds`` → save → reload the saved directory and compare it with the
-reference (NLL, KL, top-1). The gate's verdict is the parent's job (tuner.quant_gate).
+reference (NLL, KL, top-1). The gate's verdict is the parent's job (tuner.quantize.gate).
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from typing import Any
 
 import torch
 
-from tuner import quant_metrics, quant_text
+from tuner.quantize import text
+from tuner.quantize.metrics import compare_logprobs, reference_logprobs
 
-ERROR_PREFIX = "slotune-quant-error: "  # the worker's last word on a failure, read by tuner.quant_interpreter
+ERROR_PREFIX = "slotune-quant-error: "  # the worker's last word on a failure, read by tuner.quantize.interpreter
 _UNK_LIMIT = 0.3  # English calibration text is unusable when more of its tokens than this are <unk>
 _RANDOM_LEN = 256  # tokens per random-token sequence (synthetic vocabularies)
 # vLLM fuses these sibling projections into one layer, which needs one quantization scheme for all
@@ -43,13 +44,13 @@ def progress(message: str) -> None:
 
 def _backend(name: str) -> Any:
     if name == "llmcompressor":
-        from tuner import quant_llmc
+        from tuner.quantize import llmc
 
-        return quant_llmc
+        return llmc
     if name == "autoawq":
-        from tuner import quant_awq
+        from tuner.quantize import awq
 
-        return quant_awq
+        return awq
     raise ValueError(f"unknown backend {name!r}")
 
 
@@ -68,22 +69,22 @@ def _sequences(tokenizer: Any, job: dict) -> tuple[list[torch.Tensor], list[torc
         enc = [tokenizer(t, truncation=True, max_length=max_len)["input_ids"] for t in texts]
         return [torch.tensor(ids) for ids in enc if len(ids) > 1]
 
-    english_held = encode(quant_text.held_out_texts(n_held, seed=seed + 1))
+    english_held = encode(text.held_out_texts(n_held, seed=seed + 1))
     unk = tokenizer.unk_token_id
     n_tok = sum(len(s) for s in english_held)
     unk_frac = 0.0 if unk is None else sum(int((s == unk).sum()) for s in english_held) / max(1, n_tok)
     if unk_frac <= _UNK_LIMIT:
         held, source = english_held, "builtin-english"
         calib = None if job["calib_texts"] is None else encode(job["calib_texts"])
-        calib = calib or encode(quant_text.calibration_texts(n_cal, seed=seed))
+        calib = calib or encode(text.calibration_texts(n_cal, seed=seed))
     else:  # a synthetic vocabulary: random ids, calibration and held-out from different seeds
         special = set(tokenizer.all_special_ids)
         valid = [i for i in range(len(tokenizer)) if i not in special]
         length = min(_RANDOM_LEN, max_len)
-        held = [torch.tensor(s) for s in quant_text.random_token_ids(valid, n_held, length, seed + 1)]
+        held = [torch.tensor(s) for s in text.random_token_ids(valid, n_held, length, seed + 1)]
         source = "builtin-random-tokens"
         calib = None if job["calib_texts"] is None else encode(job["calib_texts"])
-        calib = calib or [torch.tensor(s) for s in quant_text.random_token_ids(valid, n_cal, length, seed)]
+        calib = calib or [torch.tensor(s) for s in text.random_token_ids(valid, n_cal, length, seed)]
     if job["calib_texts"] is not None:
         source = "user"
         held += encode(job["held_out_texts"] or [])
@@ -181,7 +182,7 @@ def run(job: dict) -> dict:
         f"({sum(len(s) for s in held)} tokens)"
     )
     base = _load(job["model_dir"], device, backend.EVAL_DTYPE)
-    reference = quant_metrics.reference_logprobs(base, held)
+    reference = reference_logprobs(base, held)
     del base
     t_ref = time.monotonic()
     model, cosines, restored, ignore = _quantize_with_restoration(backend, job, calib, held)
@@ -193,7 +194,7 @@ def run(job: dict) -> dict:
         backend.damage(Path(job["out_dir"]), job["damage"])
         progress(f"DAMAGED the saved weights ({job['damage']}) on request (test seam)")
     progress("reloading the saved model and comparing it with the 16-bit model on held-out text")
-    metrics = quant_metrics.compare_logprobs(backend.load_quantized(job, device), held, reference)
+    metrics = compare_logprobs(backend.load_quantized(job, device), held, reference)
     progress(
         f"ppl {metrics['ppl_base']:.4g} -> {metrics['ppl_quant']:.4g}, "
         f"KL {metrics['kl_divergence']:.4g}, top-1 agreement {metrics['top1_agreement']:.4f}"
@@ -215,14 +216,14 @@ def run(job: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tuner.quant_worker")
-    p.add_argument("--job", required=True, help="job JSON written by tuner.quantize")
+    p = argparse.ArgumentParser(prog="python -m tuner.quantize.worker")
+    p.add_argument("--job", required=True, help="job JSON written by tuner.quantize.api")
     p.add_argument("--result", required=True, help="where to write the result JSON")
     args = p.parse_args(argv)
     job = json.loads(Path(args.job).read_text())
     try:
         result = run(job)
-    except Exception as exc:  # one line for the user (tuner.quant_interpreter); the traceback stays in the log
+    except Exception as exc:  # one line for the user (tuner.quantize.interpreter); the traceback stays in the log
         first = (str(exc).strip().splitlines() or [""])[0]
         print(f"{ERROR_PREFIX}{type(exc).__name__}: {first[:400]}", file=sys.stderr, flush=True)
         raise
