@@ -12,9 +12,10 @@ the latencies show it. Three checks, each over the requests in scheduled-send or
   TTFT limit, or half the first half's p95 when no SLO limits TTFT);
 - **backlog**: the mean number of requests in flight (sent, not finished) at the arrivals of the last
   quarter of the send window against the second quarter; growing when the lower end of a block-bootstrap
-  interval of that difference exceeds a tenth of the second quarter's mean (by Little's law, a tenth more
-  time in the system) and at least one request. Batched decoding can absorb a slowly growing queue
-  without TTFT showing it within the level; the requests in flight show it first.
+  interval of that difference exceeds the growth tolerance in requests: by Little's law, ΔN requests more
+  in flight at λ req/s are ΔN/λ seconds more in the system, so the tolerance is λ times the TTFT growth
+  tolerance (a tenth of the mean time in the system when no SLO limits TTFT), and at least BACKLOG_MIN.
+  Batched decoding can absorb a slowly growing queue without TTFT showing it within the level.
 
 Fewer than ``MIN_HALF`` successful requests in a half: growth is not judged (the level says so).
 """
@@ -36,8 +37,8 @@ MIN_HALF = 8  # successful requests per half for a growth interval
 CONFIDENCE = 0.90
 RESAMPLES = 999
 GROWTH_FRACTION = 0.1  # of the TTFT limit
-BACKLOG_FRACTION = 0.1  # of the second quarter's mean in flight
-BACKLOG_MIN = 1.0  # requests: less is never a queue
+BACKLOG_FRACTION = 0.1  # of the mean in flight (= of the time in the system) when no SLO limits TTFT
+BACKLOG_MIN = 2.0  # requests: counting noise at low rates (a 120-s CPU soak at 7.7 req/s read +1.3 at its low end)
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,14 @@ def backlog_growth(
     return q2, q4, Interval(float(last.mean() - second.mean()), float(lo), float(hi))
 
 
+def backlog_tolerance(slos: Sequence[SLO], rate: float, in_flight: float) -> float:
+    """Requests more in flight that the level may end with: the TTFT growth tolerance as time in the system
+    at ``rate`` (Little's law), or a tenth of ``in_flight`` without a TTFT SLO; at least BACKLOG_MIN."""
+    limits = [s.limit_ms for s in slos if s.metric == "ttft"]
+    extra = rate * GROWTH_FRACTION * min(limits) / 1000.0 if limits else BACKLOG_FRACTION * in_flight
+    return max(BACKLOG_MIN, extra)
+
+
 def growth_tolerance(slos: Sequence[SLO], first_half_p95: float) -> float:
     limits = [s.limit_ms for s in slos if s.metric == "ttft"]
     return GROWTH_FRACTION * min(limits) if limits else max(50.0, 0.5 * first_half_p95)
@@ -192,7 +201,7 @@ def judge(
             )
     second_q, last_q, backlog = backlog_growth(recs, t0, span, seed)
     if backlog is not None and second_q is not None:
-        allowed = max(BACKLOG_MIN, BACKLOG_FRACTION * second_q)
+        allowed = backlog_tolerance(slos, len(recs) / span, second_q)
         if backlog.low > allowed:
             reasons.append(
                 f"requests in flight grew from {second_q:.1f} to {last_q:.1f} ({CONFIDENCE:.0%} interval of the "

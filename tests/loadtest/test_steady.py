@@ -84,6 +84,19 @@ def test_a_batch_that_keeps_growing_is_caught_by_the_requests_in_flight() -> Non
     assert any("requests in flight grew" in r for r in steady.reasons), steady.reasons
 
 
+def test_the_backlog_tolerance_is_the_ttft_tolerance_as_time_in_the_system() -> None:
+    # Little: 30 req/s and a 2 s TTFT limit allow 30 x 0.2 s = 6 requests more in flight; under a 20 s limit,
+    # 60: the same growth (+~17) is a queue under the first and tolerated under the second
+    growing = batch(30.0, 120.0, 1.0, seed=5)
+    strict = compute_metrics(growing, slos=TTFT_2S).steady
+    loose = compute_metrics(growing, slos=(SLO("ttft", 95, 20000.0),)).steady
+    assert strict is not None and any("in flight" in r for r in strict.reasons)
+    assert loose is not None and not any("in flight" in r for r in loose.reasons), loose.reasons
+    # a drift of a few tenths of a second in the system at 8 req/s (~+1 request) is not called a queue
+    mild = compute_metrics(batch(8.0, 120.0, 0.3, seed=5), slos=TTFT_2S).steady
+    assert mild is not None and mild.holds, mild.reasons
+
+
 def test_a_steady_batch_is_rarely_called_growing() -> None:
     flagged = 0
     for seed in range(20):
