@@ -18,12 +18,13 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from launch.config import ServeConfig, speculation_on
-from tuner.calibration import CUDA_CONTEXT_BYTES, GIB, CalibrationPoint, Settings, gpu_weight_bytes, overheads
+from tuner.calibration import CUDA_CONTEXT_BYTES, CalibrationPoint, Settings, gpu_weight_bytes, overheads
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.kv_paging import Paging
 from tuner.layout import tp_problem
 from tuner.model_spec import ModelSpec
+from tuner.units import GIB
 from tuner.vllm_defaults import DEFAULT_GMU, default_batch_limits, default_block_size, installed_vllm_version
 from tuner.vllm_runner import at_least as _at_least
 from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.errors import ProfileError
 from tuner.model_spec import ModelSpec
+from tuner.units import GIB
 from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner
 
 if TYPE_CHECKING:
     from tuner.gpu import GPUProfile
 
-GIB = 1 << 30
 ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
 
 # The model's coefficients, measured on the lent H200 with vLLM 0.26.0 (profiles/calibration/

@@ -31,7 +31,7 @@ from tuner.measure import CapacityResult, Level, MeasurePlan, capacity_search, l
 from tuner.model_spec import ModelSpec
 from tuner.time_budget import OverBudget, TimeBudget
 from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
-from tuner.vllm_defaults import default_batch_limits
+from tuner.vllm_defaults import DEFAULT_GMU, default_batch_limits
 
 MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
 # A trial is PRUNED after its saturation probe when the probe's throughput x this is below the best goodput
@@ -43,7 +43,6 @@ MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_bl
 # what the server runs, MeasurePlan.fitted). Such trials are slow to measure at their low rates: the
 # a30-w4a16 study's two slowest (395 and 422 s; the others 171-373 s) had 4 sequences.
 HOPELESS_FACTOR = 3.0
-DEFAULT_GMU = 0.92  # vLLM 0.26 and 0.32 (EngineArgs), GPU and CPU alike
 
 # On the cpu profile the load generator shares the cores with the server it measures, and vLLM's worker
 # and engine processes busy-poll for work. At equal priority the generator waited behind them: on the

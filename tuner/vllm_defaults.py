@@ -3,9 +3,9 @@ The budget needs them to predict what a launch without that flag gets."""
 
 from __future__ import annotations
 
-from tuner.calibration import GIB
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
+from tuner.units import GIB
 from tuner.vllm_runner import at_least as _at_least
 
 DEFAULT_GMU = 0.92  # CacheConfig.gpu_memory_utilization in vLLM 0.26.0 and 0.32.0
