@@ -31,7 +31,7 @@ from tuner.measure import CapacityResult, Level, MeasurePlan, capacity_search, l
 from tuner.model_spec import ModelSpec
 from tuner.time_budget import OverBudget, TimeBudget
 from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
-from tuner.vllm_defaults import DEFAULT_GMU, default_batch_limits
+from tuner.vllm_defaults import effective
 
 MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
 # A trial is PRUNED after its saturation probe when the probe's throughput x this is below the best goodput
@@ -90,21 +90,17 @@ def launched_config(config: ServeConfig, ctx: TrialContext) -> ServeConfig:
     (its defaults depend on device memory) are pinned. Speed is not emulated."""
     if ctx.actual_memory_bytes is None or ctx.gpu.is_cpu:
         return config
-    gmu = config.gpu_memory_utilization or DEFAULT_GMU
-    seqs, tokens = default_batch_limits(ctx.gpu, ctx.vllm_version or "0.0", config.tensor_parallel_size or 1)
+    eff = effective(config, ctx.gpu, ctx.vllm_version)
     return replace(
         config,
-        gpu_memory_utilization=round(emulated_gmu(ctx.gpu, ctx.actual_memory_bytes, gmu), 4),
-        max_num_seqs=config.max_num_seqs or seqs,
-        max_num_batched_tokens=config.max_num_batched_tokens or tokens,
+        gpu_memory_utilization=round(emulated_gmu(ctx.gpu, ctx.actual_memory_bytes, eff.gpu_memory_utilization), 4),
+        max_num_seqs=eff.max_num_seqs,
+        max_num_batched_tokens=eff.max_num_batched_tokens,
     )
 
 
 def _max_num_seqs(config: ServeConfig, ctx: TrialContext) -> int:
-    return (
-        config.max_num_seqs
-        or default_batch_limits(ctx.gpu, ctx.vllm_version or "0.0", config.tensor_parallel_size or 1)[0]
-    )
+    return effective(config, ctx.gpu, ctx.vllm_version).max_num_seqs
 
 
 def running_capacity(config: ServeConfig, ctx: TrialContext, kv_cache_tokens: int | None) -> int:
