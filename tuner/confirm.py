@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from launch.config import ServeConfig
 from tuner.outputs import Summary
-from tuner.trial_result import TrialResult
+from tuner.trial_result import TrialResult, TrialState
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ def rival_of(summary: Summary) -> TrialResult | None:
     best = summary.best
     if best is None:
         return None
-    if not best.is_baseline and summary.baseline is not None and summary.baseline.state == "COMPLETE":
+    if not best.is_baseline and summary.baseline is not None and summary.baseline.state == TrialState.COMPLETE:
         return summary.baseline
     others = [r for r in summary.top if r.number != best.number]
     return others[0] if others else None

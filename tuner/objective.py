@@ -30,7 +30,7 @@ from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, Level, MeasurePlan, capacity_search, level_line, slo_excess
 from tuner.model_spec import ModelSpec
 from tuner.time_budget import OverBudget, TimeBudget
-from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
+from tuner.trial_result import TrialResult, TrialState
 from tuner.vllm_defaults import effective
 
 MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
@@ -224,7 +224,7 @@ def run_trial(
     t0 = time.monotonic()
     budget = estimate_budget(spec_of(config, ctx), ctx.gpu, config, vllm_version=ctx.vllm_version, env=ctx.env)
     bd = budget.to_dict()
-    base = TrialResult(number=number, state=PRUNED, is_baseline=is_baseline, config=config, budget=bd)
+    base = TrialResult(number=number, state=TrialState.PRUNED, is_baseline=is_baseline, config=config, budget=bd)
     if not budget.feasible:
         reason = "budget: " + "; ".join(budget.reasons)
         progress(f"pruned before launch: {reason}")
@@ -295,7 +295,7 @@ def run_trial(
         timeline["stopped"] = ctx.wall_clock()  # start_server stops what it started before raising
         return replace(
             base,
-            state=FAIL,
+            state=TrialState.FAIL,
             launched=launched,
             fail_reason=f"{exc.reason}: {exc.detail}",
             log_tail=exc.log_tail,
@@ -306,7 +306,7 @@ def run_trial(
         )
     measured = replace(
         base,
-        state=COMPLETE,
+        state=TrialState.COMPLETE,
         launched=launched,
         readback=readback,
         startup_s=startup_s,
@@ -318,14 +318,14 @@ def run_trial(
     if not alive:
         return replace(
             measured,
-            state=FAIL,
+            state=TrialState.FAIL,
             fail_reason="crashed_after_start: the server died during the load test",
             log_tail=tail,
             constraint=math.inf,
         )
     if cap.abandoned:
         progress(f"pruned after the probe: {cap.abandoned}")
-        return replace(measured, state=PRUNED, fail_reason=cap.abandoned, constraint=0.0)
+        return replace(measured, state=TrialState.PRUNED, fail_reason=cap.abandoned, constraint=0.0)
     if cap.best is not None:
         return replace(
             measured,

@@ -23,7 +23,7 @@ from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.headline import Headline, headline
 from tuner.layout import layout_columns
 from tuner.spec_rule import apply_rule
-from tuner.trial_result import COMPLETE, TrialResult
+from tuner.trial_result import TrialResult, TrialState
 
 if TYPE_CHECKING:
     from tuner.confirm import Confirmation
@@ -84,7 +84,7 @@ def by_config(results: list[TrialResult]) -> dict[ServeConfig, list[TrialResult]
     """Completed trials grouped by configuration, in trial order."""
     groups: dict[ServeConfig, list[TrialResult]] = {}
     for r in sorted(results, key=lambda r: r.number):
-        if r.state == COMPLETE:
+        if r.state == TrialState.COMPLETE:
             groups.setdefault(r.config, []).append(r)
     return groups
 
@@ -103,15 +103,12 @@ def summarize(results: list[TrialResult]) -> Summary:
     best_mean, best, best_goodputs = ranked[0] if ranked else (0.0, None, ())
     baseline = next((r for r in results if r.is_baseline), None)
     baseline_goodputs = tuple(_goodput(r) for r in groups.get(baseline.config, [])) if baseline else ()
-    closest = (
-        tuple(sorted((r for r in results if r.state == COMPLETE and not r.slo_met), key=lambda r: r.constraint)[:3])
-        if best is None
-        else ()
-    )
+    unmet = (r for r in results if r.state == TrialState.COMPLETE and not r.slo_met)
+    closest = tuple(sorted(unmet, key=lambda r: r.constraint)[:3]) if best is None else ()
     gain, note = None, "no baseline trial yet"
     if baseline is not None:
         base_mean = _mean(baseline_goodputs) if baseline_goodputs else 0.0
-        if baseline.state != COMPLETE:
+        if baseline.state != TrialState.COMPLETE:
             note = f"vLLM's defaults did not run: {baseline.state} ({baseline.fail_reason})"
         elif base_mean <= 0:
             note = "vLLM's defaults met the SLO at no tested load (goodput 0)"
