@@ -20,6 +20,14 @@ from launch.config import ServeConfig
 from tuner.outputs import Summary
 from tuner.trial_result import TrialResult, TrialState
 
+CONFIRM_TRIAL_BASE = 9000  # above any search trial's number (a study runs tens of trials)
+
+
+def confirm_trial_number(k: int) -> int:
+    """The trial number of the ``k``-th re-measurement: apart from every search trial's, so that its log
+    directory (``trial-9000`` on) and its load seeds (``objective.level_seed``) are its own."""
+    return CONFIRM_TRIAL_BASE + k
+
 
 @dataclass(frozen=True)
 class Confirmation:

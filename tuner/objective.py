@@ -142,11 +142,16 @@ def hopeless_check(
     return check
 
 
+# level_seed's strides: two primes, so no two (trial, level) pairs share a seed below a million levels a trial
+TRIAL_SEED_STRIDE = 1_000_003
+LEVEL_SEED_STRIDE = 7919
+
+
 def level_seed(seed: int, trial: int, level: int) -> int:
     """The prompts' and arrivals' seed of one level: distinct per level of a trial. Levels that re-sent the
     prompts of the trial's earlier levels hit vLLM's prefix cache (96 % on the H200, 47-70 % on the CPU in the
     studies measured so before), so they measured a server with almost no prefill work."""
-    return seed + 1_000_003 * trial + 7919 * (level + 1)
+    return seed + TRIAL_SEED_STRIDE * trial + LEVEL_SEED_STRIDE * (level + 1)
 
 
 def _measure(
