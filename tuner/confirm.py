@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from launch.config import ServeConfig
-from tuner.outputs import Summary
+from tuner.summary import Summary
 from tuner.trial_result import TrialResult, TrialState
 
 CONFIRM_TRIAL_BASE = 9000  # above any search trial's number (a study runs tens of trials)

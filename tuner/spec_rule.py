@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from launch.config import ServeConfig, speculation_on
 from tuner.certify import Certification
+from tuner.summary import Summary
 from tuner.trial_result import TrialResult, TrialState
-
-if TYPE_CHECKING:  # tuner.outputs applies the rule: the type only, no import cycle
-    from tuner.outputs import Summary
 
 
 def twin_of(config: ServeConfig) -> ServeConfig:
