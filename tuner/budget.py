@@ -18,13 +18,14 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from launch.config import ServeConfig, speculation_on
-from tuner.calibration import CUDA_CONTEXT_BYTES, GIB, CalibrationPoint, Settings, gpu_weight_bytes, overheads
+from tuner.calibration import CUDA_CONTEXT_BYTES, CalibrationPoint, Settings, gpu_weight_bytes, overheads
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.kv_paging import Paging
 from tuner.layout import tp_problem
 from tuner.model_spec import ModelSpec
-from tuner.vllm_defaults import DEFAULT_GMU, default_batch_limits, default_block_size, installed_vllm_version
+from tuner.units import GIB
+from tuner.vllm_defaults import default_block_size, effective
 from tuner.vllm_runner import at_least as _at_least
 from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner
 
@@ -74,18 +75,12 @@ def estimate_budget(
 ) -> KVBudget:
     """Predict vLLM's KV budget for ``config`` on ``gpu``. ``None`` fields take vLLM's defaults.
     ``calibration``: the GPU calibration points to scale the overheads by (default: every stored one)."""
-    version = vllm_version or installed_vllm_version() or "0.26.0"
     spec = spec.with_dtype(config.dtype)
     environ = {**(os.environ if env is None else env), **dict(config.env)}
-    tp = config.tensor_parallel_size or 1
-    gmu = config.gpu_memory_utilization if config.gpu_memory_utilization is not None else DEFAULT_GMU
     mml = config.max_model_len or spec.max_position_embeddings
-    seqs, batched = default_batch_limits(gpu, version, tp)
-    seqs = config.max_num_seqs or seqs
-    if config.max_num_batched_tokens:
-        batched = config.max_num_batched_tokens
-    elif config.enable_chunked_prefill is False:
-        batched = max(mml, batched)
+    eff = effective(config, gpu, vllm_version, mml)
+    version, tp, gmu = eff.vllm_version, eff.tensor_parallel_size, eff.gpu_memory_utilization
+    seqs, batched = eff.max_num_seqs, eff.max_num_batched_tokens
     kv_dtype = config.kv_cache_dtype or "auto"
     block = config.block_size or default_block_size(spec, gpu)
     reasons: list[str] = []

@@ -18,16 +18,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tuner.errors import ProfileError
+from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
+from tuner.units import GIB
+from tuner.vllm_defaults import default_batch_limits
 from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner
 
-if TYPE_CHECKING:
-    from tuner.gpu import GPUProfile
-
-GIB = 1 << 30
 ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
 
 # The model's coefficients, measured on the lent H200 with vLLM 0.26.0 (profiles/calibration/
@@ -194,8 +193,6 @@ def _same_minor(a: str, b: str) -> bool:
 
 def _settings_of(p: CalibrationPoint, spec: ModelSpec) -> Settings:
     """The engine settings of a point; unset limits are vLLM's defaults for that device and version."""
-    from tuner.vllm_defaults import default_batch_limits
-
     st = p.settings
     tp = int(st.get("tensor_parallel_size") or 1)
     seqs, batched = default_batch_limits(_device_profile(p.device), p.vllm_version, tp)
@@ -213,8 +210,6 @@ def _settings_of(p: CalibrationPoint, spec: ModelSpec) -> Settings:
 @functools.lru_cache(maxsize=16)
 def _device_profile(device: str) -> GPUProfile:
     """A point's GPU profile, read once (every budget estimate goes over every point)."""
-    from tuner.gpu import GPUProfile
-
     return GPUProfile.load(device)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from tuner.certify import Certification
-from tuner.outputs import Summary
+from tuner.summary import Summary
 from tuner.trial_result import TrialResult
 
 STUDY_ATTR = "certifications"

@@ -17,8 +17,16 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from launch.config import ServeConfig
-from tuner.outputs import Summary
-from tuner.trial_result import TrialResult
+from tuner.summary import Summary
+from tuner.trial_result import TrialResult, TrialState
+
+CONFIRM_TRIAL_BASE = 9000  # above any search trial's number (a study runs tens of trials)
+
+
+def confirm_trial_number(k: int) -> int:
+    """The trial number of the ``k``-th re-measurement: apart from every search trial's, so that its log
+    directory (``trial-9000`` on) and its load seeds (``objective.level_seed``) are its own."""
+    return CONFIRM_TRIAL_BASE + k
 
 
 @dataclass(frozen=True)
@@ -162,7 +170,7 @@ def rival_of(summary: Summary) -> TrialResult | None:
     best = summary.best
     if best is None:
         return None
-    if not best.is_baseline and summary.baseline is not None and summary.baseline.state == "COMPLETE":
+    if not best.is_baseline and summary.baseline is not None and summary.baseline.state == TrialState.COMPLETE:
         return summary.baseline
     others = [r for r in summary.top if r.number != best.number]
     return others[0] if others else None

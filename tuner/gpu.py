@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import ProfileError
+from tuner.units import GIB
 
-GIB = 1 << 30
 _REQUIRED = ("name", "memory_bytes", "bandwidth_bytes_s", "bf16_tflops", "compute_capability", "fp8_kv")
 
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tuner.certify import Certification
-
-if TYPE_CHECKING:
-    from tuner.confirm import Confirmation
-    from tuner.outputs import Summary
+from tuner.confirm import Confirmation
+from tuner.summary import Summary
 
 CERTIFIED, CONFIRMED, SEARCH = "certified", "confirmed", "search"
 BASIS_TEXT = {

@@ -1,4 +1,4 @@
-"""config.json -> ModelSpec: model families, the spellings of sliding windows, MoE, MLA and quantization
+"""config.json -> ModelShape: model families, the spellings of sliding windows, MoE, MLA and quantization
 fields, and defaults a config may omit. A config that lacks a field the budget needs, or names a
 model_type we do not know, is a ``ModelSpecError`` naming the file, the field and the fix."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from tuner.config_values import ConfigValues
 from tuner.errors import ModelSpecError
-from tuner.model_spec import DTYPE_BYTES, MLA, ModelSpec, MoE, Quant
+from tuner.model_shape import DTYPE_BYTES, MLA, ModelShape, MoE, Quant
 
 # model_type -> family rules. Families decide defaults the config may omit (tied embeddings, norms,
 # biases) and how sliding windows / MoE fields are spelled.
@@ -42,7 +42,7 @@ _QK_NORM = {"qwen3", "qwen3_moe", "gemma3", "olmo2"}
 _NORMS_PER_LAYER = {"gemma2": 4, "gemma3": 4, "olmo2": 2}
 
 
-def parse(raw: Any, source: str) -> ModelSpec:
+def parse(raw: Any, source: str) -> ModelShape:
     cfg = ConfigValues(raw, source)
     outer_type = cfg.get("model_type")
     vision = 0
@@ -99,7 +99,7 @@ def parse(raw: Any, source: str) -> ModelSpec:
     if intermediate == 0 and (moe is None or len(moe.moe_layers) < layers):
         cfg.whole("intermediate_size", "the dense MLP weights")
     layer_types, window = _parse_layer_types(cfg, family, layers, source)
-    return ModelSpec(
+    return ModelShape(
         source=source,
         model_type=str(model_type),
         family=family,

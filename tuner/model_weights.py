@@ -6,10 +6,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tuner.model_spec import ModelSpec, Quant
+from tuner.model_shape import ModelShape, Quant
 
 
 # ---- tensors ------------------------------------------------------------------------------------------
@@ -31,7 +29,7 @@ def _lin(name: str, cols: int, rows: int, active: float = 1.0) -> _T:
     return _T(name, rows * cols, rows, cols, active)
 
 
-def tensors(s: ModelSpec) -> list[_T]:
+def tensors(s: ModelShape) -> list[_T]:
     h, vocab = s.hidden_size, math.ceil(s.vocab_size / 64) * 64  # vLLM pads the vocab to 64
     out = [_T("model.embed_tokens", vocab * h), _T("model.norm", h)]
     if not s.tie_word_embeddings:
@@ -48,7 +46,7 @@ def tensors(s: ModelSpec) -> list[_T]:
     return out
 
 
-def _attention(s: ModelSpec, p: str) -> list[_T]:
+def _attention(s: ModelShape, p: str) -> list[_T]:
     h = s.hidden_size
     if s.mla is not None:
         m, qk = s.mla, s.mla.qk_nope_head_dim + s.mla.qk_rope_head_dim
@@ -86,7 +84,7 @@ def _gated(p: str, h: int, inter: int, active: float = 1.0) -> list[_T]:
     ]
 
 
-def _mlp(s: ModelSpec, i: int, p: str) -> list[_T]:
+def _mlp(s: ModelShape, i: int, p: str) -> list[_T]:
     moe = s.moe
     if moe is None or i not in moe.moe_layers:
         return _gated(p, s.hidden_size, s.intermediate_size)
@@ -111,12 +109,12 @@ def _ignored(q: Quant, name: str) -> bool:
     return False
 
 
-def is_quantized(s: ModelSpec, t: _T) -> bool:
+def is_quantized(s: ModelShape, t: _T) -> bool:
     """Whether vLLM loads this tensor quantized (else in the model's 16-bit dtype)."""
     return s.quant is not None and t.is_linear and not _unquantized(s.quant, t.name)
 
 
-def tensor_bytes(s: ModelSpec, t: _T) -> int:
+def tensor_bytes(s: ModelShape, t: _T) -> int:
     q = s.quant
     if q is None or not is_quantized(s, t):
         return t.numel * s.dtype_bytes

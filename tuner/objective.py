@@ -30,8 +30,8 @@ from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, Level, MeasurePlan, capacity_search, level_line, slo_excess
 from tuner.model_spec import ModelSpec
 from tuner.time_budget import OverBudget, TimeBudget
-from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
-from tuner.vllm_defaults import default_batch_limits
+from tuner.trial_result import TrialResult, TrialState
+from tuner.vllm_defaults import effective
 
 MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
 # A trial is PRUNED after its saturation probe when the probe's throughput x this is below the best goodput
@@ -43,7 +43,6 @@ MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_bl
 # what the server runs, MeasurePlan.fitted). Such trials are slow to measure at their low rates: the
 # a30-w4a16 study's two slowest (395 and 422 s; the others 171-373 s) had 4 sequences.
 HOPELESS_FACTOR = 3.0
-DEFAULT_GMU = 0.92  # vLLM 0.26 and 0.32 (EngineArgs), GPU and CPU alike
 
 # On the cpu profile the load generator shares the cores with the server it measures, and vLLM's worker
 # and engine processes busy-poll for work. At equal priority the generator waited behind them: on the
@@ -91,21 +90,17 @@ def launched_config(config: ServeConfig, ctx: TrialContext) -> ServeConfig:
     (its defaults depend on device memory) are pinned. Speed is not emulated."""
     if ctx.actual_memory_bytes is None or ctx.gpu.is_cpu:
         return config
-    gmu = config.gpu_memory_utilization or DEFAULT_GMU
-    seqs, tokens = default_batch_limits(ctx.gpu, ctx.vllm_version or "0.0", config.tensor_parallel_size or 1)
+    eff = effective(config, ctx.gpu, ctx.vllm_version)
     return replace(
         config,
-        gpu_memory_utilization=round(emulated_gmu(ctx.gpu, ctx.actual_memory_bytes, gmu), 4),
-        max_num_seqs=config.max_num_seqs or seqs,
-        max_num_batched_tokens=config.max_num_batched_tokens or tokens,
+        gpu_memory_utilization=round(emulated_gmu(ctx.gpu, ctx.actual_memory_bytes, eff.gpu_memory_utilization), 4),
+        max_num_seqs=eff.max_num_seqs,
+        max_num_batched_tokens=eff.max_num_batched_tokens,
     )
 
 
 def _max_num_seqs(config: ServeConfig, ctx: TrialContext) -> int:
-    return (
-        config.max_num_seqs
-        or default_batch_limits(ctx.gpu, ctx.vllm_version or "0.0", config.tensor_parallel_size or 1)[0]
-    )
+    return effective(config, ctx.gpu, ctx.vllm_version).max_num_seqs
 
 
 def running_capacity(config: ServeConfig, ctx: TrialContext, kv_cache_tokens: int | None) -> int:
@@ -147,11 +142,16 @@ def hopeless_check(
     return check
 
 
+# level_seed's strides: two primes, so no two (trial, level) pairs share a seed below a million levels a trial
+TRIAL_SEED_STRIDE = 1_000_003
+LEVEL_SEED_STRIDE = 7919
+
+
 def level_seed(seed: int, trial: int, level: int) -> int:
     """The prompts' and arrivals' seed of one level: distinct per level of a trial. Levels that re-sent the
     prompts of the trial's earlier levels hit vLLM's prefix cache (96 % on the H200, 47-70 % on the CPU in the
     studies measured so before), so they measured a server with almost no prefill work."""
-    return seed + 1_000_003 * trial + 7919 * (level + 1)
+    return seed + TRIAL_SEED_STRIDE * trial + LEVEL_SEED_STRIDE * (level + 1)
 
 
 def _measure(
@@ -229,7 +229,7 @@ def run_trial(
     t0 = time.monotonic()
     budget = estimate_budget(spec_of(config, ctx), ctx.gpu, config, vllm_version=ctx.vllm_version, env=ctx.env)
     bd = budget.to_dict()
-    base = TrialResult(number=number, state=PRUNED, is_baseline=is_baseline, config=config, budget=bd)
+    base = TrialResult(number=number, state=TrialState.PRUNED, is_baseline=is_baseline, config=config, budget=bd)
     if not budget.feasible:
         reason = "budget: " + "; ".join(budget.reasons)
         progress(f"pruned before launch: {reason}")
@@ -300,7 +300,7 @@ def run_trial(
         timeline["stopped"] = ctx.wall_clock()  # start_server stops what it started before raising
         return replace(
             base,
-            state=FAIL,
+            state=TrialState.FAIL,
             launched=launched,
             fail_reason=f"{exc.reason}: {exc.detail}",
             log_tail=exc.log_tail,
@@ -311,7 +311,7 @@ def run_trial(
         )
     measured = replace(
         base,
-        state=COMPLETE,
+        state=TrialState.COMPLETE,
         launched=launched,
         readback=readback,
         startup_s=startup_s,
@@ -323,14 +323,14 @@ def run_trial(
     if not alive:
         return replace(
             measured,
-            state=FAIL,
+            state=TrialState.FAIL,
             fail_reason="crashed_after_start: the server died during the load test",
             log_tail=tail,
             constraint=math.inf,
         )
     if cap.abandoned:
         progress(f"pruned after the probe: {cap.abandoned}")
-        return replace(measured, state=PRUNED, fail_reason=cap.abandoned, constraint=0.0)
+        return replace(measured, state=TrialState.PRUNED, fail_reason=cap.abandoned, constraint=0.0)
     if cap.best is not None:
         return replace(
             measured,

@@ -10,136 +10,26 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from launch.config import ServeConfig
 from tuner.certify import Certification
 from tuner.company import company
+from tuner.confirm import Confirmation
 from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.headline import Headline, headline
 from tuner.layout import layout_columns
 from tuner.spec_rule import apply_rule
-from tuner.trial_result import COMPLETE, TrialResult
-
-if TYPE_CHECKING:
-    from tuner.confirm import Confirmation
-
-
-@dataclass(frozen=True)
-class Summary:
-    """What the study found so far.
-
-    A configuration the sampler proposed more than once was measured more than once; it is judged on the
-    mean of its measurements (0 where one met the SLO at no load), not on its luckiest one: on the 2-core
-    CPU machine repeats of one configuration differed by up to 22 %. ``best`` is then that configuration's
-    measurement nearest the mean."""
-
-    best: TrialResult | None
-    baseline: TrialResult | None
-    closest: tuple[TrialResult, ...]  # when nothing met the SLO: nearest misses first
-    top: tuple[TrialResult, ...]  # the best configs that met the SLO, one trial each, best first (warm starts)
-    gain_over_baseline: float | None  # mean goodput of the best config / of vLLM's defaults − 1
-    baseline_note: str
-    best_goodputs: tuple[float, ...] = ()  # every measurement of the best's configuration, in trial order
-    baseline_goodputs: tuple[float, ...] = ()
-    overruled: TrialResult | None = None  # the search's best, when vLLM's defaults certified a higher rate
-
-    @property
-    def best_goodput(self) -> float | None:
-        return _mean(self.best_goodputs) if self.best_goodputs else None
-
-    def best_goodput_text(self) -> str:
-        """'43.879 req/s', or with repeats '39.938 req/s (mean of 2 measurements: 43.879, 35.997)'."""
-        if self.best_goodput is None:
-            return "n/a"
-        text = f"{self.best_goodput:.3f} req/s"
-        if len(self.best_goodputs) > 1:
-            text += (
-                f" (mean of {len(self.best_goodputs)} measurements: "
-                + ", ".join(f"{g:.3f}" for g in self.best_goodputs)
-                + ")"
-            )
-        return text
+from tuner.summary import Summary, certified_summary, summarize
+from tuner.trial_result import TrialResult
 
 
 def atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
-
-
-def _mean(values: tuple[float, ...]) -> float:
-    return sum(values) / len(values)
-
-
-def _goodput(r: TrialResult) -> float:
-    return r.goodput_req_s if r.slo_met else 0.0
-
-
-def by_config(results: list[TrialResult]) -> dict[ServeConfig, list[TrialResult]]:
-    """Completed trials grouped by configuration, in trial order."""
-    groups: dict[ServeConfig, list[TrialResult]] = {}
-    for r in sorted(results, key=lambda r: r.number):
-        if r.state == COMPLETE:
-            groups.setdefault(r.config, []).append(r)
-    return groups
-
-
-def summarize(results: list[TrialResult]) -> Summary:
-    groups = by_config(results)
-    ranked = []  # (mean goodput, the measurement nearest it, every measurement) per config that met the SLO
-    for trials in groups.values():
-        met = [r for r in trials if r.slo_met]
-        if met:
-            goodputs = tuple(_goodput(r) for r in trials)
-            mean = _mean(goodputs)
-            nearest = min(met, key=lambda r: (abs(r.goodput_req_s - mean), -r.number))
-            ranked.append((mean, nearest, goodputs))
-    ranked.sort(key=lambda x: (-x[0], x[1].metric("ttft_ms.p95") or 0.0))
-    best_mean, best, best_goodputs = ranked[0] if ranked else (0.0, None, ())
-    baseline = next((r for r in results if r.is_baseline), None)
-    baseline_goodputs = tuple(_goodput(r) for r in groups.get(baseline.config, [])) if baseline else ()
-    closest = (
-        tuple(sorted((r for r in results if r.state == COMPLETE and not r.slo_met), key=lambda r: r.constraint)[:3])
-        if best is None
-        else ()
-    )
-    gain, note = None, "no baseline trial yet"
-    if baseline is not None:
-        base_mean = _mean(baseline_goodputs) if baseline_goodputs else 0.0
-        if baseline.state != COMPLETE:
-            note = f"vLLM's defaults did not run: {baseline.state} ({baseline.fail_reason})"
-        elif base_mean <= 0:
-            note = "vLLM's defaults met the SLO at no tested load (goodput 0)"
-        elif best is not None:
-            gain = best_mean / base_mean - 1.0
-            note = f"vLLM's defaults: {base_mean:.3f} req/s goodput"
-            if len(baseline_goodputs) > 1:
-                note += f" (mean of {len(baseline_goodputs)} measurements)"
-    top = tuple(r for _mean, r, _g in ranked[:3])
-    return Summary(best, baseline, closest, top, gain, note, best_goodputs, baseline_goodputs)
-
-
-def certified_summary(summary: Summary, certifications: Mapping[int, Certification]) -> Summary:
-    """The summary with the certifications' verdict: when vLLM's defaults certified a higher rate than the
-    search's best (or the best certified none), the defaults are the best and launch.sh runs them; the
-    search's winner is kept as ``overruled``."""
-    best, base = summary.best, summary.baseline
-    if best is None or base is None or best.number == base.number:
-        return summary
-    mine, theirs = certifications.get(best.number), certifications.get(base.number)
-    if mine is None or theirs is None or theirs.certified_rate is None:
-        return summary
-    if mine.certified_rate is not None and mine.certified_rate >= theirs.certified_rate:
-        return summary
-    top = (base, *(t for t in summary.top if t.number != base.number))
-    return replace(
-        summary, best=base, best_goodputs=summary.baseline_goodputs, gain_over_baseline=None, top=top, overruled=best
-    )
 
 
 def trials_frame(

@@ -22,6 +22,7 @@ from tuner.confirm import (
     STUDY_ATTR,
     Confirmation,
     confirm,
+    confirm_trial_number,
     current_confirmation,
     rival_of,
     stored_run,
@@ -379,7 +380,12 @@ def _confirm(
     def measure(k: int, config: ServeConfig, device: str | None) -> TrialResult:
         with placed(pool, config.gpus, device) as where:
             return run_trial(
-                9000 + k, config, False, full, lambda m: progress.say(m, trial=f"confirm {k}"), device=where
+                confirm_trial_number(k),
+                config,
+                False,
+                full,
+                lambda m: progress.say(m, trial=f"confirm {k}"),
+                device=where,
             )
 
     result = confirm(summary.best, rival, rounds, measure, progress.say, devices, done)

@@ -11,7 +11,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from tuner.svg import xy_chart
-from tuner.trial_result import COMPLETE, PREDICTED, TrialResult
+from tuner.trial_result import PREDICTED, TrialResult, TrialState
 
 if TYPE_CHECKING:
     from perfmodel.rank import Prediction
@@ -34,7 +34,7 @@ def with_prediction(result: TrialResult, attrs: Mapping[str, Any]) -> TrialResul
 
 def measured_rate(r: TrialResult) -> float | None:
     """The capacity a trial measured (its best passing rate); None when it has none to compare."""
-    return r.best_rate if r.state == COMPLETE and r.slo_met and r.best_rate else None
+    return r.best_rate if r.state == TrialState.COMPLETE and r.slo_met and r.best_rate else None
 
 
 def predictions(results: Sequence[TrialResult]) -> list[dict[str, Any]]:
@@ -46,7 +46,7 @@ def predictions(results: Sequence[TrialResult]) -> list[dict[str, Any]]:
         if not pred:
             continue
         predicted = pred.get("predicted_capacity_req_s")
-        measured = r.best_rate if r.state == COMPLETE and r.slo_met else None
+        measured = r.best_rate if r.state == TrialState.COMPLETE and r.slo_met else None
         error = (predicted - measured) / measured if predicted is not None and measured else None
         rows.append(
             {
@@ -66,6 +66,11 @@ def predictions(results: Sequence[TrialResult]) -> list[dict[str, Any]]:
 def median_error(rows: Sequence[dict[str, Any]]) -> float | None:
     errors = [abs(r["error"]) for r in rows if r["error"] is not None]
     return statistics.median(errors) if errors else None
+
+
+def _unmeasured(state: str) -> str:
+    """A row's note when the trial did not complete: its state."""
+    return "" if state == TrialState.COMPLETE else state
 
 
 def section(results: Sequence[TrialResult]) -> str:
@@ -88,7 +93,7 @@ def section(results: Sequence[TrialResult]) -> str:
     body = "".join(
         f"<tr><td>{r['trial']}</td><td>{_num(r['predicted_capacity_req_s'])}</td>"
         f"<td>{_num(r['measured_capacity_req_s'])}</td><td>{_pct(r['error'])}</td>"
-        f"<td>{escape(r['unseen'] or r['extrapolated'] or ('' if r['state'] == COMPLETE else r['state']))}</td></tr>"
+        f"<td>{escape(r['unseen'] or r['extrapolated'] or _unmeasured(r['state']))}</td></tr>"
         for r in rows
     )
     summary = f"median |error| {_pct(med)} over {sum(r['error'] is not None for r in rows)} launches"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.errors import UsageError
 from tuner.predict_report import measured_rate, prediction_attr, with_prediction
-from tuner.trial_result import COMPLETE, PREDICTED, TrialResult
+from tuner.trial_result import PREDICTED, TrialResult, TrialState
 
 if TYPE_CHECKING:
     import optuna
@@ -132,7 +132,7 @@ def _refit(model: Model, cal: Calibration, measured: list[TrialResult], new: Tri
 
     pred = (new.extra.get(PREDICTED_ATTR) or {}).get("predicted_capacity_req_s")
     rate = measured_rate(new)
-    if family_of(new.launched or new.config) != cal.family or new.state != COMPLETE:
+    if family_of(new.launched or new.config) != cal.family or new.state != TrialState.COMPLETE:
         return cal, f"trial {new.number}: {new.state}, {rate or 0:.3f} req/s measured (not refitted on)"
     measured.append(new)
     checks = (Check(new.number, pred, rate),) if pred is not None and rate else ()

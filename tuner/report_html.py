@@ -12,7 +12,7 @@ from tuner.headline import Headline
 from tuner.outputs import Summary, atomic_write
 from tuner.predict_report import section as predicted_section
 from tuner.svg import bar_chart, pareto_front, xy_chart
-from tuner.trial_result import TrialResult
+from tuner.trial_result import TrialResult, TrialState
 
 CSS = (
     "body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}"
@@ -85,13 +85,13 @@ def _trials_table(results: list[TrialResult]) -> str:
     rows = []
     for r in sorted(results, key=lambda r: r.number):
         row = r.csv_row()
-        cls = "ok" if r.slo_met else ("bad" if r.state != "COMPLETE" else "")
+        cls = "ok" if r.slo_met else ("bad" if r.state != TrialState.COMPLETE else "")
         rows.append(f'<tr class="{cls}">' + "".join(f"<td>{_fmt(row[c])}</td>" for c in cols) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
 def _charts(results: list[TrialResult], summary: Summary, importances: dict[str, float]) -> str:
-    done = [r for r in results if r.state == "COMPLETE" and r.metric("ttft_ms.p95") is not None]
+    done = [r for r in results if r.state == TrialState.COMPLETE and r.metric("ttft_ms.p95") is not None]
     pts = [(r.metric("ttft_ms.p95") or 0.0, r.goodput_req_s) for r in done]
     front = pareto_front([p for p, r in zip(pts, done, strict=True) if r.slo_met])
     charts = [

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from launch.config import ServeConfig, speculation_on
 from tuner.certify import Certification
-from tuner.trial_result import COMPLETE, TrialResult
-
-if TYPE_CHECKING:  # tuner.outputs applies the rule: the type only, no import cycle
-    from tuner.outputs import Summary
+from tuner.summary import Summary
+from tuner.trial_result import TrialResult, TrialState
 
 
 def twin_of(config: ServeConfig) -> ServeConfig:
@@ -85,7 +83,7 @@ def verdict(best: TrialResult, twin: TrialResult | None, certs: Mapping[int, Cer
 
 
 def _measured(config: ServeConfig, results: list[TrialResult]) -> list[TrialResult]:
-    return sorted((r for r in results if r.state == COMPLETE and r.config == config), key=lambda r: r.number)
+    return sorted((r for r in results if r.state == TrialState.COMPLETE and r.config == config), key=lambda r: r.number)
 
 
 def find_twin(best: TrialResult, results: list[TrialResult]) -> TrialResult | None:

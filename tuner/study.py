@@ -24,7 +24,7 @@ from loadtest.redact import mask
 from tuner.errors import UsageError
 from tuner.time_budget import OverBudget, TimeBudget
 from tuner.trial_owner import OWNER_ATTR, owner_tag, release_stale_trials
-from tuner.trial_result import FAIL, PRUNED, TrialResult
+from tuner.trial_result import TrialResult, TrialState
 
 STUDY_NAME = "slotune"
 log = logging.getLogger("slotune")
@@ -224,9 +224,9 @@ def run_study(
         trial.set_constraint("slo", min(result.constraint, 1e6))
         with tell_lock:
             in_flight.pop(trial.number, None)
-            if result.state == PRUNED:
+            if result.state == TrialState.PRUNED:
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-            elif result.state == FAIL:
+            elif result.state == TrialState.FAIL:
                 log.warning("trial %d failed: %s", trial.number, result.fail_reason)
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
             else:

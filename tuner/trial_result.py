@@ -7,18 +7,29 @@ Stored in Optuna as the user attribute ``result`` (JSON), so a resumed study rea
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from launch.config import KNOBS, ServeConfig
 
-COMPLETE, FAIL, PRUNED = "COMPLETE", "FAIL", "PRUNED"
+
+class TrialState(StrEnum):
+    """How a trial ended. Its value is what trials.csv, best.json and the stored study say (a str: the
+    files read and write the same text as the plain strings before it)."""
+
+    COMPLETE = "COMPLETE"  # measured to its end
+    FAIL = "FAIL"  # the launch failed or the server died (fail_reason says why)
+    PRUNED = "PRUNED"  # infeasible before launch, or hopeless after its saturation probe
+
+
+COMPLETE, FAIL, PRUNED = TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED  # short names (tests, bench)
 PREDICTED = "predicted"  # key in ``extra``: the capacity perfmodel predicted before launch (tune --predict)
 
 
 @dataclass(frozen=True)
 class TrialResult:
     number: int
-    state: str
+    state: TrialState
     is_baseline: bool
     config: ServeConfig
     launched: ServeConfig | None = None  # what was really started (memory emulation may change gmu)
@@ -41,6 +52,7 @@ class TrialResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["state"] = str(self.state)
         d["config"] = self.config.to_dict()
         d["launched"] = self.launched.to_dict() if self.launched else None
         d["levels"] = list(self.levels)
@@ -49,6 +61,7 @@ class TrialResult:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrialResult:
         d = dict(d)
+        d["state"] = TrialState(d["state"])
         d["config"] = ServeConfig.from_dict(d["config"])
         d["launched"] = ServeConfig.from_dict(d["launched"]) if d.get("launched") else None
         d["levels"] = tuple(d.get("levels") or ())

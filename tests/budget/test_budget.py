@@ -14,9 +14,9 @@ from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
 from tuner.synthetic import shape_config
+from tuner.units import GIB
 from tuner.vllm_defaults import DEFAULT_GMU, default_batch_limits
 
-GIB = 1 << 30
 CPU = GPUProfile.load("cpu")
 H200 = GPUProfile.load("h200")
 

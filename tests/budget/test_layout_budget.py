@@ -11,8 +11,8 @@ from tuner.budget import estimate_budget
 from tuner.gpu import GPUProfile
 from tuner.layout import Layout, layouts, per_gpu, searched_layouts, tp_problem
 from tuner.model_spec import ModelSpec
+from tuner.units import GIB
 
-GIB = 1 << 30
 H200 = GPUProfile.load("h200")
 # meta-llama/Meta-Llama-3-70B: Llama-3-8B's vocabulary and rope, 80 layers of hidden 8192, 64 heads, 8 KV heads
 LLAMA_3_70B = dict(LLAMA_3_8B, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64)

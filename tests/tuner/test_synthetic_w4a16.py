@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tuner.model_config import parse
+from tuner.model_spec import ModelSpec
 from tuner.synthetic import write_model
 
 
@@ -14,7 +14,7 @@ def test_the_4bit_variant_parses_as_compressed_tensors_and_its_weights_shrink(tm
     full = json.loads((write_model(tmp_path / "16", "llama-3-8b", weights=False) / "config.json").read_text())
     q4 = json.loads((write_model(tmp_path / "4", "llama-3-8b", weights=False, w4a16=True) / "config.json").read_text())
     assert "quantization_config" not in full
-    spec16, spec4 = parse(full, "16"), parse(q4, "4")
+    spec16, spec4 = ModelSpec.from_config(full, "16"), ModelSpec.from_config(q4, "4")
     assert spec16.quant is None
     assert (
         spec4.quant.method,

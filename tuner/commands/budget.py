@@ -11,8 +11,7 @@ from tuner.budget import KVBudget, estimate_budget
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
 from tuner.rules import flag_type
-
-GIB = 1 << 30
+from tuner.units import GIB
 
 
 def configure(p: argparse.ArgumentParser) -> None:
