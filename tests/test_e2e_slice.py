@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,9 @@ import httpx
 import pandas as pd
 import pytest
 
+from launch.server import free_port
+from tests.procs import procs_mentioning
+
 pytestmark = pytest.mark.vllm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,12 +30,9 @@ ARGS = ("--gpu", "cpu", "--slo", "ttft_p95=2s", "--workload", "chat", "--output-
 SHORT = ("--trials", "1", "--level-seconds", "2", "--soak-seconds", "0")
 
 
-def vllm_processes(model: Path) -> list[str]:
-    """vLLM servers (or their watchdogs) serving ``model``: this test's, not other users' of the machine."""
-    out = subprocess.run(
-        ["pgrep", "-af", "vllm.entrypoints.openai.api_server|watchdog"], capture_output=True, text=True
-    )
-    return [line for line in out.stdout.splitlines() if str(model) in line]
+def vllm_processes(model: Path) -> list[int]:
+    """Processes (vLLM servers, watchdogs, launch.sh) whose command line names this test's ``model``."""
+    return procs_mentioning(str(model))
 
 
 def tune_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -75,16 +74,10 @@ def test_tune_writes_the_files_with_one_figure_and_the_exact_kv_budget(study) ->
     assert not list(Path.cwd().glob("pwned")) and not list(model.parent.glob("pwned"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_launch_sh_serves_and_stops_with_nothing_left(study, tmp_path) -> None:
     model, out, _, env = study
     name = json.loads((out / "best.json").read_text())["best"]["config"]["served_model_name"]
-    port, log = _free_port(), tmp_path / "launch.log"  # a file, not a pipe: an undrained pipe blocks vLLM
+    port, log = free_port(), tmp_path / "launch.log"  # a file, not a pipe: an undrained pipe blocks vLLM
     with log.open("w") as sink:
         p = subprocess.Popen(["bash", str(out / "launch.sh")], env={**env, "PORT": str(port)}, stdout=sink,
                              stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
