@@ -10,7 +10,7 @@ CORE = (vllm or quantize or postgres) and not long
 LONG = long
 HEAVY_ENV = SLOTUNE_QUANTIZE_PYTHON=$(abspath $(QVENV))/bin/python SLOTUNE_AUTOAWQ_PYTHON=$(abspath $(AVENV))/bin/python
 
-.PHONY: install install-quantize install-llmc install-awq demo ci unit core test test-long test-fast lint
+.PHONY: install install-quantize install-llmc install-awq demo ci check unit core test test-long test-fast lint
 
 install: $(VENV)/.slotune-installed
 $(VENV)/.slotune-installed: pyproject.toml scripts/install-cpu.sh
@@ -33,10 +33,13 @@ $(AVENV)/.slotune-installed: scripts/install-quantize.sh
 demo: install
 	$(VENV)/bin/tune demo
 
-# What CI runs (.ci/run, after the installs and lint): the unit tests two at a time (pytest-xdist), then the
-# real-vLLM, quantization and PostgreSQL tests that are not `long`, one at a time (they share one server and
-# fill both cores). The ten slowest are listed at the end. docs/testing.md keeps the budget of each phase.
-ci: lint unit core
+# What CI runs (.ci/run, after the installs and lint): every test that is not `long` in one pytest session on
+# two workers. Heavy tests go first, each module's on one worker (every reader of the shared server on one),
+# longest chains first; unit tests fill in behind them (tests/conftest.py). The ten slowest are listed at
+# the end. docs/testing.md keeps the budget of each phase.
+ci: lint check
+check: install install-llmc
+	$(HEAVY_ENV) $(PYTEST) -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not $(LONG)" --durations=10
 unit: install
 	$(PYTEST) -q -n 2 -m "$(FAST)"
 core: install install-llmc

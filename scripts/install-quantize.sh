@@ -57,18 +57,19 @@ import sys
 sys.exit(0 if sys.version_info >= (3, 10) else 1)
 PY
 
+# shellcheck source=scripts/uv-pip.sh
+. "$here/scripts/uv-pip.sh"  # uv_pip: pip's sources and choices, uv's speed
 echo "install-quantize: [1/3] venv at $venv" >&2
 "$base_python" -m venv "$venv"
-"$py" -m pip install --quiet --upgrade pip >&2
 echo "install-quantize: [2/3] $torch_spec (CPU wheel where pip's find-links/index offers one)" >&2
-"$py" -m pip install --quiet --no-compile "$torch_spec" >&2  # .pyc only for what is imported
+uv_pip "$venv" install "$torch_spec" >&2
 echo "install-quantize: [3/3] $pkg_spec (+ its dependencies; torch stays as installed)" >&2
-"$py" -m pip install --quiet --no-compile "$pkg_spec" "$torch_spec" >&2
+uv_pip "$venv" install "$pkg_spec" "$torch_spec" >&2
 # torchvision/torchaudio built for another torch make `import transformers` models fail; we need neither.
 for pkg in torchvision torchaudio; do
   if "$py" -m pip show --quiet "$pkg" >/dev/null 2>&1; then
     echo "install-quantize: removing $pkg (not needed; a mismatched build breaks transformers)" >&2
-    "$py" -m pip uninstall --quiet --yes "$pkg" >&2
+    uv_pip "$venv" uninstall "$pkg" >&2
   fi
 done
 if ! check; then

@@ -29,6 +29,8 @@ from launch.server import LaunchedServer
 REQUIRE_ALL = os.environ.get("SLOTUNE_REQUIRE_ALL") == "1"
 UNIT_TIMEOUT_S = 60
 HEAVY_MARKERS = ("vllm", "quantize", "postgres")
+# heavy modules whose tests run one after another on one worker, longest first (docs/testing.md has the times)
+LONGEST_CHAINS = ("tests/test_e2e_slice.py", "tests/quantize/test_quantize_real.py")
 # fixtures that start a server or run a quantization, and the marker a test using them must carry
 NEEDS_MARKER = {
     "tiny_server": "vllm",
@@ -65,6 +67,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid} is marked long: mark it vllm, quantize or postgres too")
         if not heavy and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(UNIT_TIMEOUT_S))
+        if heavy:
+            item.add_marker(pytest.mark.xdist_group(_heavy_group(item)))
+    items.sort(key=_start_order)
+
+
+def _heavy_group(item: pytest.Item) -> str:
+    """The pytest-xdist worker group of a heavy test: every reader of ``tiny_server`` shares one worker (one
+    compile-path server per run), any other heavy module keeps its module-scoped fixtures on one worker."""
+    if "tiny_server" in getattr(item, "fixturenames", ()):
+        return "tiny_server"
+    return item.nodeid.split("::", 1)[0]
+
+
+def _start_order(item: pytest.Item) -> int:
+    """Longest chains first (``make ci`` runs ``--dist loadgroup --no-loadscope-reorder``): a worker takes
+    the next group in this order as it frees up, so the slow groups must not start last."""
+    path = item.nodeid.split("::", 1)[0]
+    if path in LONGEST_CHAINS:
+        return LONGEST_CHAINS.index(path)
+    if "tiny_server" in getattr(item, "fixturenames", ()):
+        return len(LONGEST_CHAINS)
+    return len(LONGEST_CHAINS) + (1 if any(item.get_closest_marker(m) for m in HEAVY_MARKERS) else 2)
 
 
 @pytest.fixture(scope="session")
