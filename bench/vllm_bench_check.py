@@ -31,7 +31,24 @@ from loadtest.slo import SLO, parse_slos  # noqa: E402
 from loadtest.steady import percentile_interval  # noqa: E402
 from loadtest.workload import load_workload  # noqa: E402
 
-BENCH_METRIC = {"ttft": "ttfts", "e2e": "latencies"}  # our SLO metric -> the detailed result's list (seconds)
+BENCH_METRICS = ("ttft", "tpot", "e2e")  # the SLO metrics a detailed result gives per request
+
+VLLM_REPORTED = ("p95_ttft_ms", "p99_ttft_ms", "p95_tpot_ms", "p95_e2el_ms", "max_concurrent_requests")
+
+
+def per_request(result: dict[str, Any], metric: str) -> list[float]:
+    """Seconds per request from vLLM's detailed result, which keeps ``ttfts``, ``itls`` and ``output_lens``
+    but no latencies: for the completions client a request's latency is its TTFT plus the sum of its ITLs
+    (both end at the last token chunk), so TPOT is vLLM's own (latency - ttft) / (output_len - 1), 0 for a
+    single token, as vLLM counts it for goodput."""
+    if metric == "ttft":
+        return list(result["ttfts"])
+    decode = [sum(itl) for itl in result["itls"]]
+    if metric == "e2e":
+        return [t + d for t, d in zip(result["ttfts"], decode, strict=True)]
+    if metric == "tpot":
+        return [d / (n - 1) if n and n > 1 else 0.0 for d, n in zip(decode, result["output_lens"], strict=True)]
+    raise ValueError(f"no per-request {metric} in vLLM's detailed result")
 
 
 def write_dataset(path: Path, args: argparse.Namespace, count: int) -> None:
@@ -72,9 +89,9 @@ def slo_values(result: dict[str, Any], slos: tuple[SLO, ...], keep: list[bool]) 
     out: dict[str, float | None] = {}
     ok = [not e for e in result["errors"]]
     for s in slos:
-        if s.metric not in BENCH_METRIC:
+        if s.metric not in BENCH_METRICS:
             continue
-        raw = result[BENCH_METRIC[s.metric]]
+        raw = per_request(result, s.metric)
         vals = sorted(v * 1000 if good else math.inf for v, good, k in zip(raw, ok, keep, strict=True) if k)
         v = percentile(vals, s.percentile)
         out[s.key] = None if v is None or math.isinf(v) else v
@@ -89,11 +106,11 @@ def summarize(result: dict[str, Any], slos: tuple[SLO, ...]) -> dict[str, Any]:
     ok = [not e for e in result["errors"]]
     intervals = {}
     for s in slos:
-        if s.metric in BENCH_METRIC:
-            vals = [v * 1000 for v, good in zip(result[BENCH_METRIC[s.metric]], ok, strict=True) if good]
+        if s.metric in BENCH_METRICS:
+            vals = [v * 1000 for v, good in zip(per_request(result, s.metric), ok, strict=True) if good]
             iv = percentile_interval(vals, s.percentile)
             intervals[s.key] = iv.to_dict() if iv else None
-    held = all(s.met_by(whole.get(s.key)) and s.met_by(last.get(s.key)) for s in slos if s.metric in BENCH_METRIC)
+    held = all(s.met_by(whole.get(s.key)) and s.met_by(last.get(s.key)) for s in slos if s.metric in BENCH_METRICS)
     return {
         "completed": result["completed"],
         "failed": sum(1 for e in result["errors"] if e),
@@ -103,6 +120,8 @@ def summarize(result: dict[str, Any], slos: tuple[SLO, ...]) -> dict[str, Any]:
         "last_half_slo_values": last,
         "intervals": intervals,
         "held": held,
+        # vLLM's own aggregates over its successful requests, for reference (same definitions as above)
+        "vllm_reported": {k: result.get(k) for k in VLLM_REPORTED},
     }
 
 
