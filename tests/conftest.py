@@ -67,9 +67,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid} is marked long: mark it vllm, quantize or postgres too")
         if not heavy and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(UNIT_TIMEOUT_S))
-        if heavy:
-            item.add_marker(pytest.mark.xdist_group(_heavy_group(item)))
     items.sort(key=_start_order)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Each heavy test's pytest-xdist group, set as it is collected (pytest-xdist reads the markers in its
+    own ``pytest_collection_modifyitems``, which may run before ours)."""
+    if any(item.get_closest_marker(m) for m in HEAVY_MARKERS):
+        item.add_marker(pytest.mark.xdist_group(_heavy_group(item)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``--dist loadgroup`` on a pytest whose pytest-xdist drops the groups silently (pytest 9.2 with
+    pytest-xdist 3.8, pytest-xdist#1386) would start the shared servers once per worker: refuse it."""
+    from importlib.metadata import version
+
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    pytest_v, xdist_v = (tuple(int(x) for x in version(d).split(".")[:2]) for d in ("pytest", "pytest-xdist"))
+    if pytest_v >= (9, 2) and xdist_v <= (3, 8):
+        raise pytest.UsageError("pytest-xdist 3.8 ignores xdist_group on pytest 9.2 (pytest-xdist#1386): "
+                                "pip install 'pytest<9.2' (pyproject.toml pins it)")  # fmt: skip
 
 
 def _heavy_group(item: pytest.Item) -> str:
