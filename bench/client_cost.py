@@ -34,10 +34,10 @@ def _run(cmd: list[str]) -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, time.monotonic() - t0
 
 
-def ours(args: argparse.Namespace, seconds: float, out: Path) -> dict[str, float]:
+def ours(args: argparse.Namespace, seconds: float, out: Path, extra: tuple[str, ...] = ()) -> dict[str, float]:
     cmd = [sys.executable, "-m", "loadtest.cli", "--url", args.url, "--model", args.model, "--tokenizer",
            args.tokenizer, "--workload", args.workload, "--rate", str(args.rate), "--duration", str(seconds),
-           "--output-tokens", str(args.output_tokens), "--slo", args.slo, "--json", str(out)]  # fmt: skip
+           "--output-tokens", str(args.output_tokens), "--slo", args.slo, "--json", str(out), *extra]  # fmt: skip
     cpu, wall = _run(cmd)
     rep = json.loads(out.read_text())
     return {"cpu_s": cpu, "wall_s": wall, "requests": rep["requests_ok"] + rep["requests_failed"],

@@ -41,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--endpoint", default="completions", help="completions | chat")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds before a request counts as timed out")
     p.add_argument("--no-server-metrics", action="store_true", help="do not scrape the server's /metrics")
+    p.add_argument(
+        "--no-continuous-usage",
+        action="store_true",
+        help="do not ask for the token count on every chunk (vLLM's own client does not); counts are then spread",
+    )
     p.add_argument("--json", type=Path, help="write the report as JSON here")
     p.add_argument("--per-request", type=Path, help="write one JSON line per request (raw timestamps) here")
     return p
@@ -107,6 +112,7 @@ def _spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         endpoint=args.endpoint,
         timeout_s=args.timeout,
         scrape_server_metrics=not args.no_server_metrics,
+        continuous_usage=not args.no_continuous_usage,
     )
 
 

@@ -53,7 +53,7 @@ class _Run:
             output_tokens=spec.output_tokens,
             chat=spec.endpoint == "chat",
         )
-        self.continuous = True
+        self.continuous = spec.continuous_usage
 
     def prepare(self, i: int, warmup: bool = False) -> Prepared:
         p = self.factory.make(i)
@@ -71,7 +71,7 @@ class _Run:
     async def probe(self) -> None:
         """One 2-token request: a 4xx means bad input (model name…); a rejected
         ``continuous_usage_stats`` switches it off."""
-        for continuous in (True, False):
+        for continuous in (True, False) if self.spec.continuous_usage else (False,):
             self.continuous = continuous
             body = build_body(
                 self.spec.model,

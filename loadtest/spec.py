@@ -46,6 +46,9 @@ class LoadSpec:
     timeout_s: float = 300.0
     scrape_server_metrics: bool = True
     probe: bool = True  # one tiny request first: checks the model name and continuous usage support
+    # ask for the running token count on every chunk (exact token timing); off, the final usage is spread
+    # over the events, as vLLM's own benchmark client does (it never asks for it)
+    continuous_usage: bool = True
     # open loop only: stop sending once an SLO is certainly lost (in-flight requests are cancelled and
     # counted as "abandoned" failures); the capacity search uses it to skip the rest of a lost level
     abandon_when_lost: bool = False

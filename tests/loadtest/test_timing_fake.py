@@ -78,6 +78,16 @@ def test_without_continuous_usage_tokens_come_from_final_usage() -> None:
     assert r.tpot_ms.p50 == pytest.approx(40.0 / 4)
 
 
+def test_continuous_usage_off_is_never_asked_for_and_counts_are_spread() -> None:
+    def strict(req: FakeRequest, c: ScriptedClock) -> FakeResponse:
+        assert "continuous_usage_stats" not in req.body["stream_options"], req.body
+        return FakeResponse.stream(c, [(0.1, 1), (0.02, 2), (0.02, 2)], continuous_usage=False)
+
+    r, t = run(strict, continuous_usage=False, probe=True)
+    assert r.requests_ok == 3 and len(t.requests) == 1 + 3  # one probe, no retry with the option
+    assert r.output_tokens == 15 and not r.token_counts_exact
+
+
 def test_chat_stream_is_parsed() -> None:
     r, t = run(lambda req, c: FakeResponse.stream(c, [(0.1, 1), (0.02, 1)], chat=True), endpoint="chat")
     assert r.requests_ok == 3 and t.requests[0].url == "http://fake:1/v1/chat/completions"
