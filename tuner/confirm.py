@@ -11,13 +11,13 @@ means is what the report states beside the search's own figure.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from launch.config import ServeConfig
 from tuner.summary import Summary
+from tuner.trial.scheduler import Scheduler
 from tuner.trial_result import TrialResult, TrialState
 
 CONFIRM_TRIAL_BASE = 9000  # above any search trial's number (a study runs tens of trials)
@@ -25,7 +25,7 @@ CONFIRM_TRIAL_BASE = 9000  # above any search trial's number (a study runs tens 
 
 def confirm_trial_number(k: int) -> int:
     """The trial number of the ``k``-th re-measurement: apart from every search trial's, so that its log
-    directory (``trial-9000`` on) and its load seeds (``objective.level_seed``) are its own."""
+    directory (``trial-9000`` on) and its load seeds (``tuner.trial.measuring.level_seed``) are its own."""
     return CONFIRM_TRIAL_BASE + k
 
 
@@ -183,6 +183,7 @@ def remeasure(
     progress: Callable[[str], None] = lambda _m: None,
     devices: Sequence[str | None] = (None,),
     done: int = 0,
+    scheduler: Scheduler | None = None,
 ) -> dict[str, tuple[tuple[float, str | None], ...]]:
     """Measure every contender ``rounds`` times, round-robin, reversing the order each round so drift hits
     all alike. ``measure(k, name, config, device)`` runs one fresh trial (k numbers them). Per measurement
@@ -191,11 +192,13 @@ def remeasure(
 
     With several ``devices`` (GPUs of one host) a round's contenders are measured at once, the i-th of the
     round's order on the i-th device: reversing the order each round also swaps the GPUs, so with two
-    contenders on two GPUs each is measured on each GPU in every pair of rounds."""
+    contenders on two GPUs each is measured on each GPU in every pair of rounds. The ``scheduler`` runs a
+    round's measurements at once (tuner.trial.scheduler: Ctrl-C stops them all)."""
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     if not devices:
         raise ValueError("devices must name at least one device (None: the default one)")
+    scheduler = scheduler or Scheduler()
     got: dict[str, list[tuple[float, str | None]]] = {name: [] for name in contenders}
     names = list(contenders)
     k = 0
@@ -205,7 +208,7 @@ def remeasure(
             chunk = order[start : start + len(devices)]  # the last may be shorter than the device list
             batch = [(k + j, name, devices[j]) for j, name in enumerate(chunk)]
             k += len(batch)
-            results = _all_at_once([functools.partial(measure, kk, n, contenders[n], d) for kk, n, d in batch])
+            results = scheduler.all_at_once([functools.partial(measure, kk, n, contenders[n], d) for kk, n, d in batch])
             for (_, name, device), res in zip(batch, results, strict=True):
                 got[name].append((res.goodput_req_s if res.slo_met else 0.0, device))
                 where = "" if device is None else f" on device {device}"
@@ -216,33 +219,6 @@ def remeasure(
     return {name: tuple(v) for name, v in got.items()}
 
 
-def _all_at_once(jobs: list[Callable[[], TrialResult]]) -> list[TrialResult]:
-    """Run the jobs at once and return their results in order. The first runs in this thread, so Ctrl-C
-    reaches its trial directly and is raised at once; the servers of the other jobs die with the tuner
-    (launch.watchdog). A job that raises in another thread (a bug) is raised here once all have ended."""
-    if len(jobs) == 1:
-        return [jobs[0]()]
-    results: list[TrialResult | None] = [None] * len(jobs)
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            results[i] = jobs[i]()
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,), daemon=True, name=f"confirm-{i}") for i in range(1, len(jobs))]
-    for t in threads:
-        t.start()
-    results[0] = jobs[0]()
-    for t in threads:
-        while t.is_alive():
-            t.join(timeout=0.5)
-    if errors:
-        raise errors[0]
-    return cast(list[TrialResult], results)
-
-
 def confirm(
     best: TrialResult,
     rival: TrialResult,
@@ -251,6 +227,7 @@ def confirm(
     progress: Callable[[str], None] = lambda _m: None,
     devices: Sequence[str | None] = (None,),
     done: int = 0,
+    scheduler: Scheduler | None = None,
 ) -> Confirmation:
     """``measure(k, config, device)`` runs one fresh trial (k numbers them); alternates who goes first (and,
     with two devices, who runs on which), going on after ``done`` rounds of earlier calls."""
@@ -261,6 +238,7 @@ def confirm(
         progress,
         devices,
         done,
+        scheduler,
     )
     best_m, rival_m = got.values()
     return Confirmation(
