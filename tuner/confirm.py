@@ -4,8 +4,8 @@ One capacity search per configuration is one noisy sample, and the best of many 
 upwards (the winner's curse). After the search, the best configuration and its rival — vLLM's defaults,
 or the runner-up when the defaults won — are each measured N more times, alternating which goes first so
 that drift hits both alike. On a host with several GPUs (``--devices``) the two are measured at once, on
-different GPUs, swapping GPUs each round. Only these fresh measurements enter the means; the gain on the
-means is what the report states beside the search's own figure.
+different GPUs, swapping GPUs each round (the run's scheduler, tuner.trial.scheduler). Only these fresh
+measurements enter the means; the gain on the means is what the report states beside the search's own.
 """
 
 from __future__ import annotations
@@ -114,8 +114,7 @@ def stored_run(c: Confirmation, devices: str | None, finished: str) -> dict[str,
 
 
 def current_confirmation(entries: Sequence[Mapping[str, Any]], summary: Summary) -> Confirmation | None:
-    """The stored runs (``entries``, each a ``stored_run``) that re-measured the study's current best
-    against its current rival, merged: a resumed study adds rounds instead of replacing them."""
+    """The stored runs (``stored_run``s) of the current best against its current rival, merged: a resume adds rounds."""
     rival = rival_of(summary)
     if summary.best is None or rival is None:
         return None
@@ -190,15 +189,14 @@ def remeasure(
     the goodput (0 where the SLO held at no load) and the device it ran on. ``done`` rounds ran before (an
     earlier call): the order goes on from there instead of starting again.
 
-    With several ``devices`` (GPUs of one host) a round's contenders are measured at once, the i-th of the
-    round's order on the i-th device: reversing the order each round also swaps the GPUs, so with two
-    contenders on two GPUs each is measured on each GPU in every pair of rounds. The ``scheduler`` runs a
-    round's measurements at once (tuner.trial.scheduler: Ctrl-C stops them all)."""
+    With several ``devices`` (GPUs of one host) a round's contenders are measured at once (by ``scheduler``),
+    the i-th of the round's order on the i-th device: reversing the order each round also swaps the GPUs,
+    so with two contenders on two GPUs each is measured on each GPU in every pair of rounds."""
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     if not devices:
         raise ValueError("devices must name at least one device (None: the default one)")
-    scheduler = scheduler or Scheduler()
+    run_at_once = (scheduler or Scheduler()).all_at_once
     got: dict[str, list[tuple[float, str | None]]] = {name: [] for name in contenders}
     names = list(contenders)
     k = 0
@@ -208,7 +206,7 @@ def remeasure(
             chunk = order[start : start + len(devices)]  # the last may be shorter than the device list
             batch = [(k + j, name, devices[j]) for j, name in enumerate(chunk)]
             k += len(batch)
-            results = scheduler.all_at_once([functools.partial(measure, kk, n, contenders[n], d) for kk, n, d in batch])
+            results = run_at_once([functools.partial(measure, kk, n, contenders[n], d) for kk, n, d in batch])
             for (_, name, device), res in zip(batch, results, strict=True):
                 got[name].append((res.goodput_req_s if res.slo_met else 0.0, device))
                 where = "" if device is None else f" on device {device}"

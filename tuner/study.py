@@ -12,6 +12,7 @@ import logging
 import os
 import warnings
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
@@ -182,21 +183,18 @@ def run_study(
     return trials.asked
 
 
+@dataclass
 class _StudyTrials:
     """The study's side of a run, Optuna's ask → run → tell: trials are asked for and told in the
     scheduler's thread (with several threads on one SQLite study, Optuna can hand the same enqueued trial
     to two of them), and run in a slot's thread with their owner tag and heartbeat."""
 
-    def __init__(
-        self,
-        study: optuna.Study,
-        total: int,
-        run_one: Callable[[optuna.Trial, str | None], TrialResult],
-        after_each: Callable[[optuna.Study], None],
-    ) -> None:
-        self.study, self.total, self.run_one, self.after_each = study, total, run_one, after_each
-        self.pending: dict[Job[TrialResult], optuna.Trial] = {}  # asked, not yet told
-        self.asked = 0
+    study: optuna.Study
+    total: int
+    run_one: Callable[[optuna.Trial, str | None], TrialResult]
+    after_each: Callable[[optuna.Study], None]
+    pending: dict[Job[TrialResult], optuna.Trial] = field(default_factory=dict)  # asked, not yet told
+    asked: int = 0
 
     def next_job(self) -> Job[TrialResult] | None:
         if _started(self.study) >= self.total:  # running trials of every worker and host count

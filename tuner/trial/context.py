@@ -108,7 +108,7 @@ def launched_config(config: ServeConfig, ctx: TrialContext, device: str | None =
 def spec_of(config: ServeConfig, ctx: TrialContext) -> ModelSpec:
     """The shape of the model ``config`` serves: the context's, or, when ``config.model`` is another
     directory (the quantized variant searched as a knob), that directory's: a 4-bit variant's weights are
-    a third of the 16-bit model's, so its KV budget differs by far."""
+    a third of the 16-bit model's, so its KV budget differs by far (docs/budget.md, the a30-w4a16 study)."""
     source = Path(ctx.spec.source)
     if not source.is_file():  # a spec built from a dict (tests): no directory to tell variants apart
         return ctx.spec

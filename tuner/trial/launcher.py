@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from launch.config import ServeConfig
 from launch.docker_backend import start_docker_server
@@ -78,6 +78,8 @@ class DockerLauncher:
     image: str | None = None
     startup_timeout_s: float = 900.0
     warmup_requests: int = 2
+    client: Any = None  # the Docker SDK's client (None: docker.from_env()); tests pass a fake
+    watchdog: bool = True  # a process that removes the container if the tuner dies
 
     @contextlib.contextmanager
     def start(self, config: ServeConfig, log_dir: Path, progress: Progress) -> Iterator[Server]:
@@ -93,5 +95,7 @@ class DockerLauncher:
             on_progress=progress,
             image=self.image,
             gpus=pinned.split(",") if pinned else "all",
+            client=self.client,
+            watchdog=self.watchdog,
         ) as server:
             yield server
