@@ -7,7 +7,7 @@ one thread only). Its rules:
   startup and one measurement at a time on it);
 - a job marked ``alone`` (vLLM's defaults, against which every gain is stated) starts once the others have
   ended, and nothing starts beside it: measured while other servers started on the host it came out low
-  (docs/parallel.md);
+  (results/README.md, "Measured while other servers start, the defaults come out low");
 - the time budget: no new job once a typical (median) job would overrun what is left; a job that raises
   OverBudget (its measurement would overrun it) is an outcome, and no new job starts either;
 - one slot: the job runs in the calling thread, so Ctrl-C reaches it directly and it stops its server.
