@@ -198,7 +198,7 @@ def start_server(
     ``port=None`` picks a free port (and retries once with another if it was taken meanwhile).
     ``base_env`` (default: this process's environment) is extended with the command's env.
     ``nice`` > 0 runs the server at lower priority than this process (for measuring it from the same
-    cores: vLLM-CPU; see ``tuner.objective.CPU_SERVER_NICE``).
+    cores: vLLM-CPU; see ``tuner.trial.context.CPU_SERVER_NICE``).
     Raises LaunchInputError before starting anything when the config does not fit that vLLM,
     LaunchFailure (with ``reason``) when the server fails; nothing is left running then.
     """

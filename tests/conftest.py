@@ -202,7 +202,7 @@ def tiny_server(
     priority: the compile path took 220 s niced on the busy machine, 71 s not (docs/testing.md)."""
     from launch.config import ServeConfig
     from launch.server import group_members, start_server
-    from tuner.objective import CPU_SERVER_NICE
+    from tuner.trial.context import CPU_SERVER_NICE
 
     env = {k: v for k, v in cpu_env.items() if k != "VLLM_CPU_CI_ENV"}
     config = ServeConfig(model=str(tiny_model), served_model_name="tiny", max_model_len=2048, max_num_seqs=32)

@@ -16,10 +16,10 @@ def test_ngram_acceptance_is_measured_on_the_copy_workload(
     real_model: Path, vllm_python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tuner.inputs import load_inputs
-    from tuner.objective import run_trial
-    from tuner.pipeline import base_config, trial_context
     from tuner.settings import resolve
+    from tuner.trial.runner import run_trial
     from tuner.trial_result import COMPLETE
+    from tuner.tune_setup import base_config, trial_context
 
     monkeypatch.setenv("VLLM_CPU_CI_ENV", "1")  # a ~30 s start instead of the compile path's ~60 s
     settings = resolve(

@@ -1,1 +1,1 @@
-"""slotune's tuner: budget, search space, objective, study and outputs (synchronous)."""
+"""slotune's tuner: budget, search space, trials, study and outputs (synchronous)."""

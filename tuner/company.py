@@ -3,9 +3,9 @@
 With several workers (``--devices``) and overlapped startups, a trial is measured while other servers
 start, wait or are measured on the same host. On the H200 vLLM's defaults measured that way came out a
 third lower than on fresh servers, while other configurations held (README "Long documents"; why the
-baseline now runs alone: tuner.study.run_study); which of the other servers' activities did it is not known.
+baseline now runs alone: tuner.trial.scheduler); which of the other servers' activities did it is not known.
 Each trial keeps the raw wall-clock times of its phases (``TrialResult.timeline``: launched, ready,
-measured, stopped; tuner.objective); this pure function turns them into two figures per measured trial,
+measured, stopped; tuner.trial.runner); this pure function turns them into two figures per measured trial,
 written to trials.csv, so that a study tells which of its measurements had company and how much:
 
 - ``others_starting_s``: seconds of other servers' startups (launch to warmed up) during the measurement,

@@ -4,20 +4,20 @@ One capacity search per configuration is one noisy sample, and the best of many 
 upwards (the winner's curse). After the search, the best configuration and its rival — vLLM's defaults,
 or the runner-up when the defaults won — are each measured N more times, alternating which goes first so
 that drift hits both alike. On a host with several GPUs (``--devices``) the two are measured at once, on
-different GPUs, swapping GPUs each round. Only these fresh measurements enter the means; the gain on the
-means is what the report states beside the search's own figure.
+different GPUs, swapping GPUs each round (the run's scheduler, tuner.trial.scheduler). Only these fresh
+measurements enter the means; the gain on the means is what the report states beside the search's own.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from launch.config import ServeConfig
 from tuner.summary import Summary
+from tuner.trial.scheduler import Scheduler
 from tuner.trial_result import TrialResult, TrialState
 
 CONFIRM_TRIAL_BASE = 9000  # above any search trial's number (a study runs tens of trials)
@@ -25,7 +25,7 @@ CONFIRM_TRIAL_BASE = 9000  # above any search trial's number (a study runs tens 
 
 def confirm_trial_number(k: int) -> int:
     """The trial number of the ``k``-th re-measurement: apart from every search trial's, so that its log
-    directory (``trial-9000`` on) and its load seeds (``objective.level_seed``) are its own."""
+    directory (``trial-9000`` on) and its load seeds (``tuner.trial.measuring.level_seed``) are its own."""
     return CONFIRM_TRIAL_BASE + k
 
 
@@ -114,8 +114,7 @@ def stored_run(c: Confirmation, devices: str | None, finished: str) -> dict[str,
 
 
 def current_confirmation(entries: Sequence[Mapping[str, Any]], summary: Summary) -> Confirmation | None:
-    """The stored runs (``entries``, each a ``stored_run``) that re-measured the study's current best
-    against its current rival, merged: a resumed study adds rounds instead of replacing them."""
+    """The stored runs (``stored_run``s) of the current best against its current rival, merged: a resume adds rounds."""
     rival = rival_of(summary)
     if summary.best is None or rival is None:
         return None
@@ -183,19 +182,21 @@ def remeasure(
     progress: Callable[[str], None] = lambda _m: None,
     devices: Sequence[str | None] = (None,),
     done: int = 0,
+    scheduler: Scheduler | None = None,
 ) -> dict[str, tuple[tuple[float, str | None], ...]]:
     """Measure every contender ``rounds`` times, round-robin, reversing the order each round so drift hits
     all alike. ``measure(k, name, config, device)`` runs one fresh trial (k numbers them). Per measurement
     the goodput (0 where the SLO held at no load) and the device it ran on. ``done`` rounds ran before (an
     earlier call): the order goes on from there instead of starting again.
 
-    With several ``devices`` (GPUs of one host) a round's contenders are measured at once, the i-th of the
-    round's order on the i-th device: reversing the order each round also swaps the GPUs, so with two
-    contenders on two GPUs each is measured on each GPU in every pair of rounds."""
+    With several ``devices`` (GPUs of one host) a round's contenders are measured at once (by ``scheduler``),
+    the i-th of the round's order on the i-th device: reversing the order each round also swaps the GPUs,
+    so with two contenders on two GPUs each is measured on each GPU in every pair of rounds."""
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     if not devices:
         raise ValueError("devices must name at least one device (None: the default one)")
+    run_at_once = (scheduler or Scheduler()).all_at_once
     got: dict[str, list[tuple[float, str | None]]] = {name: [] for name in contenders}
     names = list(contenders)
     k = 0
@@ -205,7 +206,7 @@ def remeasure(
             chunk = order[start : start + len(devices)]  # the last may be shorter than the device list
             batch = [(k + j, name, devices[j]) for j, name in enumerate(chunk)]
             k += len(batch)
-            results = _all_at_once([functools.partial(measure, kk, n, contenders[n], d) for kk, n, d in batch])
+            results = run_at_once([functools.partial(measure, kk, n, contenders[n], d) for kk, n, d in batch])
             for (_, name, device), res in zip(batch, results, strict=True):
                 got[name].append((res.goodput_req_s if res.slo_met else 0.0, device))
                 where = "" if device is None else f" on device {device}"
@@ -216,33 +217,6 @@ def remeasure(
     return {name: tuple(v) for name, v in got.items()}
 
 
-def _all_at_once(jobs: list[Callable[[], TrialResult]]) -> list[TrialResult]:
-    """Run the jobs at once and return their results in order. The first runs in this thread, so Ctrl-C
-    reaches its trial directly and is raised at once; the servers of the other jobs die with the tuner
-    (launch.watchdog). A job that raises in another thread (a bug) is raised here once all have ended."""
-    if len(jobs) == 1:
-        return [jobs[0]()]
-    results: list[TrialResult | None] = [None] * len(jobs)
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            results[i] = jobs[i]()
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,), daemon=True, name=f"confirm-{i}") for i in range(1, len(jobs))]
-    for t in threads:
-        t.start()
-    results[0] = jobs[0]()
-    for t in threads:
-        while t.is_alive():
-            t.join(timeout=0.5)
-    if errors:
-        raise errors[0]
-    return cast(list[TrialResult], results)
-
-
 def confirm(
     best: TrialResult,
     rival: TrialResult,
@@ -251,6 +225,7 @@ def confirm(
     progress: Callable[[str], None] = lambda _m: None,
     devices: Sequence[str | None] = (None,),
     done: int = 0,
+    scheduler: Scheduler | None = None,
 ) -> Confirmation:
     """``measure(k, config, device)`` runs one fresh trial (k numbers them); alternates who goes first (and,
     with two devices, who runs on which), going on after ``done`` rounds of earlier calls."""
@@ -261,6 +236,7 @@ def confirm(
         progress,
         devices,
         done,
+        scheduler,
     )
     best_m, rival_m = got.values()
     return Confirmation(

@@ -1,4 +1,4 @@
-"""The tuner's exceptions. A failed trial is a *state* (see tuner.objective), not an exception;
+"""The tuner's exceptions. A failed trial is a *state* (see tuner.trial.runner), not an exception;
 these are for bad input and for things the tuner cannot do at all.
 
     SlotuneError

@@ -1,7 +1,7 @@
 """Capacity search: the highest request rate at which every SLO holds, and the goodput there.
 
 Synchronous and independent of how a level is measured: ``capacity_search`` takes a
-``run_level(rate_or_concurrency) -> LoadReport`` callable (``tuner.objective`` passes one that runs
+``run_level(rate_or_concurrency) -> LoadReport`` callable (``tuner.trial.measuring`` passes one that runs
 ``loadtest.run_load`` against the live server). Levels that lose their SLO early may be cut short
 by the load generator; here a level is just "met" or "not met".
 

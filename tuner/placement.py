@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tuner.errors import UsageError
@@ -29,9 +29,9 @@ class GpuPool:
         self._tickets = 0
         self._cond = threading.Condition()
 
-    def take(self, n: int) -> tuple[str, ...]:
+    def take(self, n: int, check: Callable[[], None] | None = None) -> tuple[str, ...]:
         """Block until ``n`` GPUs are free and this request is the oldest waiting; returns them in the
-        order listed (CUDA_VISIBLE_DEVICES of the group)."""
+        order listed (CUDA_VISIBLE_DEVICES of the group). ``check`` may raise to stop waiting (the run stops)."""
         if not 1 <= n <= len(self.devices):
             raise UsageError(
                 f"a layout of {n} GPUs does not fit --devices {','.join(self.devices)} "
@@ -42,12 +42,24 @@ class GpuPool:
             self._tickets += 1
             self._queue.append(ticket)
             while self._queue[0] != ticket or len(self._free) < n:
-                self._cond.wait()
+                self._wait(ticket, check)
             self._queue.pop(0)
             group = tuple(d for d in self.devices if d in self._free[:n])
             self._free = self._free[n:]
             self._cond.notify_all()
             return group
+
+    def _wait(self, ticket: int, check: Callable[[], None] | None) -> None:
+        if check is None:
+            self._cond.wait()
+            return
+        try:
+            check()
+        except BaseException:
+            self._queue.remove(ticket)  # the next in the queue may go now
+            self._cond.notify_all()
+            raise
+        self._cond.wait(timeout=0.5)
 
     def give(self, group: Sequence[str]) -> None:
         """Return ``group``; the free list stays in the listed order, so groups are as low-numbered as free."""
@@ -56,9 +68,9 @@ class GpuPool:
             self._cond.notify_all()
 
     @contextlib.contextmanager
-    def group(self, n: int) -> Iterator[str]:
+    def group(self, n: int, check: Callable[[], None] | None = None) -> Iterator[str]:
         """``n`` GPUs for the duration of the block, as a CUDA_VISIBLE_DEVICES value ("2,3")."""
-        taken = self.take(n)
+        taken = self.take(n, check)
         try:
             yield ",".join(taken)
         finally:
@@ -66,7 +78,7 @@ class GpuPool:
 
 
 class GroupStartLocks(Mapping[str | None, contextlib.AbstractContextManager[Any]]):
-    """``start_locks`` for tuner.objective keyed by a group ("0,1"): the start lock of each of its GPUs."""
+    """``start_locks`` for tuner.trial.device_rules keyed by a group ("0,1"): the start lock of each of its GPUs."""
 
     def __init__(self, devices: Sequence[str]) -> None:
         self.locks = {d: threading.Lock() for d in devices}
@@ -92,9 +104,11 @@ def _all_of(locks: Sequence[threading.Lock]) -> Iterator[None]:
         yield
 
 
-def placed(pool: GpuPool | None, gpus: int, device: str | None) -> contextlib.AbstractContextManager[str | None]:
+def placed(
+    pool: GpuPool | None, gpus: int, device: str | None, check: Callable[[], None] | None = None
+) -> contextlib.AbstractContextManager[str | None]:
     """Where one trial runs: with a pool, a group of ``gpus`` GPUs from it (held for the block); without
-    one, ``device`` as today (one trial per listed GPU, or the default device)."""
+    one, ``device`` (one trial per listed GPU, or the default device)."""
     if pool is None:
         return contextlib.nullcontext(device)
-    return pool.group(gpus)
+    return pool.group(gpus, check)

@@ -2,7 +2,7 @@
 family's calibration, and sampled configurations budgeted and ranked by predicted steady-state capacity.
 
 The tuner's levels (``tuner.measure`` since #22) are not the short levels perfmodel was validated on: each
-level has its own load seed (``tuner.objective.level_seed``), so no level repeats another's prompts, and it
+level has its own load seed (``tuner.trial.measuring.level_seed``), so no level repeats another's prompts, and it
 goes on sending until it has lasted ``level_e2e_multiple`` request lifetimes. So each level is replayed as a
 trial of its own (a fresh simulated server, its own prompts), with the requests its rate sent over its length.
 """
@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from tuner.measure import MIN_LEVEL_FLOOR, MeasurePlan
-from tuner.objective import level_seed, spec_of
+from tuner.trial.context import spec_of
+from tuner.trial.measuring import level_seed
 from tuner.trial_result import TrialResult
 
 if TYPE_CHECKING:
@@ -23,8 +24,8 @@ if TYPE_CHECKING:
     from perfmodel.protocol import ShortLevelSearch
     from perfmodel.rank import Calibration, Candidate, Prediction
     from perfmodel.traffic import Demand
-    from tuner.objective import TrialContext
     from tuner.space import SpaceContext
+    from tuner.trial.context import TrialContext
 
 FIRST_EVALUATIONS = 300  # the defaults' fit (perfmodel.rank.calibrate's own default: 20-60 s on 2 cores)
 REFIT_EVALUATIONS = 80  # a refit after a launch starts from the previous costs (bench/perfmodel_sequential.py)

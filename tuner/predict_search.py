@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.errors import UsageError
 from tuner.predict_report import measured_rate, prediction_attr, with_prediction
+from tuner.trial.scheduler import Scheduler
 from tuner.trial_result import PREDICTED, TrialResult, TrialState
 
 if TYPE_CHECKING:
@@ -217,23 +218,23 @@ def run_predicted(
     run_one: Callable[[optuna.Trial, str | None], TrialResult],
     after_each: Callable[[optuna.Study], None],
     say: Callable[[str], None],
-    budget: TimeBudget | None = None,
+    scheduler: Scheduler | None = None,
 ) -> int:
     """``tune --predict``'s search: ``guided_search`` over a sample of the space, one trial at a time on the
-    first device, each launched trial's TrialResult carrying its prediction."""
+    first device (of the run's ``scheduler``), each launched trial's TrialResult carrying its prediction."""
     from tuner.predict_model import sample_space
     from tuner.study import run_study
 
-    device = settings.device_list()[0]
+    one_device = (scheduler or Scheduler()).on([settings.device_list()[0]])
 
     def run_until(n: int) -> int:
         def one(trial: optuna.Trial, dev: str | None) -> TrialResult:
             return with_prediction(run_one(trial, dev), trial.user_attrs)
 
-        return run_study(study, min(n, settings.trials), one, after_each, devices=[device], budget=budget)
+        return run_study(study, min(n, settings.trials), one, after_each, scheduler=one_device)
 
     configs = sample_space(sctx, settings.predict_sample, settings.seed)
-    return guided_search(study, settings.trials, run_until, model, configs, say, budget)
+    return guided_search(study, settings.trials, run_until, model, configs, say, one_device.rules.budget)
 
 
 def _baseline(results: Sequence[TrialResult]) -> TrialResult | None:

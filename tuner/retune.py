@@ -61,7 +61,7 @@ def retune(
     """Run the nightly check; returns the JSON document (``regression`` decides the exit code)."""
     from launch.fingerprint import model_fingerprint
     from tuner.inputs import load_inputs
-    from tuner.pipeline import trial_context
+    from tuner.tune_setup import trial_context
     from tuner.verify import verify_at_rate
     from tuner.versions import changed_versions, collect_versions
 
@@ -117,9 +117,10 @@ def _retune_changed(
     progress: Any,
 ) -> dict[str, Any]:
     from tuner.inputs import load_inputs
-    from tuner.pipeline import base_config, space_context, trial_context, tune
+    from tuner.pipeline import tune
     from tuner.quantize.step import maybe_quantize
     from tuner.space import params_of
+    from tuner.tune_setup import base_config, space_context, trial_context
     from tuner.verify import verify_at_rate
 
     new_dir = study / f"retune-{_stamp()}"

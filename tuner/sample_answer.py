@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from tuner.objective import TrialContext
+from tuner.trial.context import TrialContext
 from tuner.trial_result import TrialResult
 
 QUESTION = "What is the capital of France? Answer in one sentence."

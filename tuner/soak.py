@@ -9,9 +9,10 @@ from collections.abc import Callable, Iterator
 
 from launch.config import ServeConfig
 from loadtest.runner import LoadSpec, run_load
-from tuner.certify import Certification, Served, Soak, certify, soak_of
+from tuner.certify import Certification, Soak, certify, soak_of
 from tuner.measure import MIN_LEVEL_FLOOR
-from tuner.objective import TrialContext, launched_config
+from tuner.trial.context import TrialContext, launched_config, launcher_of
+from tuner.trial.launcher import Server
 
 SOAK_SEED = 7919  # soaks draw other prompts and arrivals than the search's levels
 
@@ -19,22 +20,12 @@ SOAK_SEED = 7919  # soaks draw other prompts and arrivals than the search's leve
 @contextlib.contextmanager
 def fresh_server(
     config: ServeConfig, ctx: TrialContext, label: str, progress: Callable[[str], None], device: str | None = None
-) -> Iterator[Served]:
-    """Start ``config`` as the trials do (emulated memory, niceness, warm-up), stop it on exit."""
-    from launch.server import start_server
-
-    launched = launched_config(config, ctx)
-    if device is not None:
-        launched = launched.with_env(CUDA_VISIBLE_DEVICES=device)
-    with start_server(
-        launched,
-        python=ctx.python,
-        log_dir=ctx.log_dir / label,
-        startup_timeout_s=ctx.startup_timeout_s,
-        warmup_requests=ctx.plan.warmup_requests,
-        on_progress=progress,
-        nice=ctx.server_nice,
-    ) as server:
+) -> Iterator[Server]:
+    """Start ``config`` as the trials do (the context's launcher, emulated memory, warm-up), stop it on exit;
+    stopped at once too when the run stops (tuner.trial.device_rules)."""
+    launched = launched_config(config, ctx, device)
+    say = ctx.rules.cancel.checked(progress)
+    with launcher_of(ctx).start(launched, ctx.log_dir / label, say) as server, ctx.rules.cancel.holding(server):
         yield server
 
 

@@ -7,13 +7,12 @@ work one study through ``--storage postgresql://…``; on one host ``devices`` g
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-import statistics
-import threading
-import time
 import warnings
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
@@ -22,7 +21,9 @@ from optuna.storages._heartbeat import get_heartbeat_thread  # what Study.optimi
 from loadtest.crash import one_line
 from loadtest.redact import mask
 from tuner.errors import UsageError
-from tuner.time_budget import OverBudget, TimeBudget
+from tuner.time_budget import TimeBudget
+from tuner.trial.device_rules import DeviceRules
+from tuner.trial.scheduler import Done, Job, Scheduler
 from tuner.trial_owner import OWNER_ATTR, owner_tag, release_stale_trials
 from tuner.trial_result import TrialResult, TrialState
 
@@ -138,7 +139,7 @@ def enqueue_first(study: optuna.Study, params_list: Iterable[dict[str, Any]], *,
 
 
 def timelines_of(study: optuna.Study) -> dict[int, dict[str, Any]]:
-    """Every trial's timeline (tuner.objective): those with a result, and those given up over the time
+    """Every trial's timeline (tuner.trial.runner): those with a result, and those given up over the time
     budget after their server was up (not results, but company to other trials' measurements)."""
     out: dict[int, dict[str, Any]] = {}
     for ft in study.get_trials(deepcopy=False):
@@ -164,142 +165,86 @@ def run_study(
     after_each: Callable[[optuna.Study], None],
     devices: list[str | None] | None = None,
     budget: TimeBudget | None = None,
+    scheduler: Scheduler | None = None,
 ) -> int:
     """Run trials until the study holds ``total_trials`` started or finished ones. Returns how many ran here.
 
-    ``devices`` holds one entry per concurrent worker (a GPU index, or the same one twice when startups
-    overlap). Trials are asked for one at a time under a lock: with several threads on one SQLite study,
-    Optuna can hand the same enqueued trial (the baseline) to two of them. With a ``budget`` no new trial
-    starts once a typical (median) trial would overrun it, and a trial that raises OverBudget (its
-    measurement would: tuner.time_budget) is given up. Interrupted trials are stored as FAIL.
-
-    With several workers the baseline runs alone: the others ask for their first trial once it has ended.
-    Every gain is stated against it, and measured while other servers started and waited on the host it
-    came out low: on the H200, vLLM's defaults at 1.08 and 1.12 req/s in two such searches, 1.61–1.82 on
-    fresh servers with nothing else starting (README, "Long documents")."""
+    The ``scheduler`` (default: one on ``devices`` with ``budget``) runs them: one per device slot, the
+    baseline alone, no new trial once the time budget would be overrun (tuner.trial.scheduler). A trial
+    given up over the budget (OverBudget), cut short (Ctrl-C, a bug elsewhere) or asked but never started
+    is stored as interrupted: FAIL, not counted, run again on resume."""
     if total_trials - len(finished(study)) <= 0:
         return 0
-    ask_lock, tell_lock = threading.Lock(), threading.Lock()
-    alone = threading.Condition(ask_lock)  # notified when a trial ends (the baseline running alone, or one before it)
-    alone_number: int | None = None  # the baseline's trial number while it runs alone
-    stop = threading.Event()
-    durations: list[float] = []
-    in_flight: dict[int, optuna.Trial] = {}
-    ran = 0
-    workers = devices or [None]
-
-    def next_trial() -> optuna.Trial | None:
-        nonlocal ran, alone_number
-        with alone:  # counts running trials of every worker and host, not the enqueued (WAITING) ones
-            while alone_number is not None and not stop.is_set():
-                alone.wait(timeout=0.5)
-            if stop.is_set() or _started(study) >= total_trials:
-                return None
-            trial = study.ask()
-            in_flight[trial.number] = trial
-            ran += 1
-            if len(workers) > 1 and trial.user_attrs.get("is_baseline"):
-                alone_number = trial.number
-                while len(in_flight) > 1 and not stop.is_set():  # re-run on resume, after other trials
-                    alone.wait(timeout=0.5)
-                if stop.is_set():
-                    with tell_lock:
-                        if trial.number in in_flight:  # not yet stored by run_study's interrupt path
-                            store_interrupted(trial)
-                    alone_number = None
-                    alone.notify_all()
-                    return None
-            return trial
-
-    def ended(number: int) -> None:
-        nonlocal alone_number
-        with alone:
-            if alone_number == number:
-                alone_number = None
-            alone.notify_all()
-
-    def tell(trial: optuna.Trial, result: TrialResult, seconds: float) -> None:
-        trial.set_user_attr("result", result.to_dict())
-        # <= 0: every SLO held at some load; the sampler learns the infeasible region from it
-        trial.set_constraint("slo", min(result.constraint, 1e6))
-        with tell_lock:
-            in_flight.pop(trial.number, None)
-            if result.state == TrialState.PRUNED:
-                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-            elif result.state == TrialState.FAIL:
-                log.warning("trial %d failed: %s", trial.number, result.fail_reason)
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            else:
-                study.tell(trial, result.goodput_req_s)
-            after_each(study)
-            durations.append(seconds)
-            # the median: the first trials' cold start (compile caches) and queueing for a start lock
-            # would make a mean stop a call minutes early
-            typical = statistics.median(durations)
-            if budget is not None and not stop.is_set() and typical > budget.left():
-                log.warning(
-                    "time budget of %.0f s nearly spent: no new trial starts (resume to continue)", budget.seconds
-                )
-                stop.set()
-
-    def store_interrupted(trial: optuna.Trial, why: str | None = None) -> None:
-        """A trial cut short (call with tell_lock held): FAIL at once, marked so that it is not counted and
-        a resume does not wait for it."""
-        in_flight.pop(trial.number, None)
-        trial.set_user_attr("interrupted", True)
-        if why is not None:
-            trial.set_user_attr("given_up", why)
-        study.tell(trial, state=optuna.trial.TrialState.FAIL)
-
-    def worker(device: str | None) -> None:
-        while (trial := next_trial()) is not None:
-            started = time.monotonic()
-            try:
-                trial.set_user_attr(OWNER_ATTR, owner_tag())  # a resume knows at once when this process is gone
-                try:
-                    # the heartbeat Study.optimize would keep: a killed tuner's trials turn FAIL on resume
-                    with get_heartbeat_thread(trial._trial_id, study._storage):
-                        result = run_one(trial, device)
-                except OverBudget as over:  # its measurement would overrun the budget: no new trial either
-                    stop.set()
-                    with tell_lock:
-                        if over.timeline is not None:
-                            trial.set_user_attr("timeline", over.timeline)
-                        store_interrupted(trial, str(over))
-                    log.warning("trial %d given up: %s", trial.number, over)
-                    return
-                tell(trial, result, time.monotonic() - started)  # its result informs the next trials
-            finally:
-                ended(trial.number)
-
+    trials = _StudyTrials(study, total_trials, run_one, after_each)
     try:
-        if len(workers) == 1:  # in this thread, so Ctrl-C reaches the trial and stops its server
-            worker(workers[0])
-        else:
-            errors: list[BaseException] = []
+        (scheduler or Scheduler(devices or [None], DeviceRules(budget=budget))).run(trials.next_job, trials.ended)
+    finally:
+        trials.interrupt_the_rest()
+    return trials.asked
 
-            def guarded(device: str | None) -> None:
-                try:
-                    worker(device)
-                except BaseException as exc:  # a bug in one worker stops the others from starting trials
-                    errors.append(exc)
-                    stop.set()
 
-            threads = [
-                threading.Thread(target=guarded, args=(d,), daemon=True, name=f"trial-worker-{i}")
-                for i, d in enumerate(workers)
-            ]
-            for t in threads:
-                t.start()
-            for t in threads:
-                while t.is_alive():
-                    t.join(timeout=0.5)
-            if errors:
-                raise errors[0]
-    except BaseException:
-        stop.set()
-        with tell_lock:
-            for trial in list(in_flight.values()):
-                store_interrupted(trial)
-        raise
-    return ran
+@dataclass
+class _StudyTrials:
+    """The study's side of a run, Optuna's ask → run → tell: trials are asked for and told in the
+    scheduler's thread (with several threads on one SQLite study, Optuna can hand the same enqueued trial
+    to two of them), and run in a slot's thread with their owner tag and heartbeat."""
+
+    study: optuna.Study
+    total: int
+    run_one: Callable[[optuna.Trial, str | None], TrialResult]
+    after_each: Callable[[optuna.Study], None]
+    pending: dict[Job[TrialResult], optuna.Trial] = field(default_factory=dict)  # asked, not yet told
+    asked: int = 0
+
+    def next_job(self) -> Job[TrialResult] | None:
+        if _started(self.study) >= self.total:  # running trials of every worker and host count
+            return None
+        trial = self.study.ask()
+        job = Job(functools.partial(self._run, trial), alone=bool(trial.user_attrs.get("is_baseline")))
+        self.pending[job] = trial
+        self.asked += 1
+        return job
+
+    def _run(self, trial: optuna.Trial, device: str | None) -> TrialResult:
+        trial.set_user_attr(OWNER_ATTR, owner_tag())  # a resume knows at once when this process is gone
+        # the heartbeat Study.optimize would keep: a killed tuner's trials turn FAIL on resume
+        with get_heartbeat_thread(trial._trial_id, self.study._storage):
+            return self.run_one(trial, device)
+
+    def ended(self, done: Done[TrialResult]) -> None:
+        trial = self.pending.pop(done.job)
+        if done.over_budget is not None:  # its measurement would overrun the budget: no new trial either
+            if done.over_budget.timeline is not None:
+                trial.set_user_attr("timeline", done.over_budget.timeline)
+            _store_interrupted(self.study, trial, str(done.over_budget))
+            log.warning("trial %d given up: %s", trial.number, done.over_budget)
+            return
+        assert done.result is not None
+        _tell(self.study, trial, done.result)
+        self.after_each(self.study)  # its result informs the next trials
+
+    def interrupt_the_rest(self) -> None:
+        for trial in self.pending.values():
+            _store_interrupted(self.study, trial)
+        self.pending.clear()
+
+
+def _tell(study: optuna.Study, trial: optuna.Trial, result: TrialResult) -> None:
+    trial.set_user_attr("result", result.to_dict())
+    # <= 0: every SLO held at some load; the sampler learns the infeasible region from it
+    trial.set_constraint("slo", min(result.constraint, 1e6))
+    if result.state == TrialState.PRUNED:
+        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    elif result.state == TrialState.FAIL:
+        log.warning("trial %d failed: %s", trial.number, result.fail_reason)
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    else:
+        study.tell(trial, result.goodput_req_s)
+
+
+def _store_interrupted(study: optuna.Study, trial: optuna.Trial, why: str | None = None) -> None:
+    """A trial cut short: FAIL at once, marked so that it is not counted and a resume does not wait for it."""
+    trial.set_user_attr("interrupted", True)
+    if why is not None:
+        trial.set_user_attr("given_up", why)
+    study.tell(trial, state=optuna.trial.TrialState.FAIL)

@@ -1,12 +1,13 @@
 """``--time-budget``: one clock for the whole run, asked at two moments.
 
-Before a trial starts (tuner.study): no new trial once a typical (median) trial of this run would overrun
-what is left. When a trial's measurement would begin (tuner.objective): with overlapped startups (and one
-trial per GPU) a trial's server may be up long before its device is free to measure it — the second trial
-on a device waits for the first's measurement — so it would be measured past the budget, or cut by a hard
-limit after minutes of work that count for nothing (seen on the H200: every call's last trial per device).
-If a typical measurement of this run no longer fits in what is left, the trial is given up: its server
-stopped, the trial stored as interrupted (not counted; ``--resume`` runs another in its place).
+Before a trial starts (tuner.trial.scheduler): no new trial once a typical (median) trial of this run would
+overrun what is left. When a trial's measurement would begin (tuner.trial.device_rules): with overlapped
+startups (and one trial per GPU) a trial's server may be up long before its device is free to measure
+it — the second trial on a device waits for the first's measurement — so it would be measured past the
+budget, or cut by a hard limit after minutes of work that count for nothing (seen on the H200: every
+call's last trial per device). If a typical measurement of this run no longer fits in what is left, the
+trial is given up: its server stopped, the trial stored as interrupted (not counted; ``--resume`` runs
+another in its place).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 class OverBudget(Exception):
     """Raised by a trial whose measurement would overrun the time budget (not a bug, not a result).
-    ``timeline``: the trial's phases so far (tuner.objective), kept in the study: its server was up."""
+    ``timeline``: the trial's phases so far (tuner.trial.runner), kept in the study: its server was up."""
 
     def __init__(self, why: str, timeline: dict[str, Any] | None = None) -> None:
         super().__init__(why)

@@ -47,7 +47,7 @@ class TrialResult:
     log_tail: str = ""
     constraint: float = 0.0  # <= 0: every SLO held at some load; > 0: relative excess at the closest level
     extra: dict[str, Any] = field(default_factory=dict)
-    # wall-clock times of the trial's phases (tuner.objective): host, device, launched, ready, measured, stopped
+    # wall-clock times of the trial's phases (tuner.trial.runner): host, device, launched, ready, measured, stopped
     timeline: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from typing import Any
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
-from tuner.objective import TrialContext
 from tuner.soak import fresh_server, run_soak
+from tuner.trial.context import TrialContext
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ import pytest
 
 from tests.quantize.conftest import SAMPLES
 from tuner.inputs import load_inputs
-from tuner.pipeline import base_config, space_context
 from tuner.quantize.step import maybe_quantize
 from tuner.settings import resolve
 from tuner.space import suggest_config
+from tuner.tune_setup import base_config, space_context
 
 pytestmark = [pytest.mark.quantize, pytest.mark.long]
 

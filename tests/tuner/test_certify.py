@@ -172,7 +172,7 @@ def test_every_file_states_the_same_headline(tmp_path):
 
 
 def test_every_level_and_soak_draws_its_own_prompts():
-    from tuner.objective import level_seed
+    from tuner.trial.measuring import level_seed
 
     seeds = {level_seed(0, trial, level) for trial in range(20) for level in range(12)}
     assert len(seeds) == 20 * 12

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from launch.config import ServeConfig
 from tuner.gpu import GPUProfile
-from tuner.objective import TrialContext, launched_config
+from tuner.trial.context import TrialContext, launched_config
 
 
 def ctx(actual=None):

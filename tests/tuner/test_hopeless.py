@@ -1,15 +1,16 @@
-"""A trial that its saturation probe shows cannot win is PRUNED after the probe (tuner.objective)."""
+"""A trial that its saturation probe shows cannot win is PRUNED after the probe (tuner.trial.measuring)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-import launch.server
 from launch.config import ServeConfig
-from tuner import objective
 from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, MeasurePlan
-from tuner.objective import HOPELESS_FACTOR, TrialContext, hopeless_check, run_trial, running_capacity
+from tuner.model_spec import ModelSpec
+from tuner.synthetic import shape_config
+from tuner.trial.context import TrialContext
+from tuner.trial.measuring import HOPELESS_FACTOR, hopeless_check, running_capacity
+from tuner.trial.runner import run_trial
+from tuner.trial.testing import FakeLauncher
 
 
 def _ctx(best, gpu="h200", **kw) -> TrialContext:
@@ -59,21 +60,16 @@ def test_a_kv_bound_server_is_judged_by_what_fits() -> None:
     assert hopeless_check(defaults, ctx, False) is None
 
 
-def _stand_in_server(monkeypatch) -> None:
-    """run_trial's launch and budget replaced: what is under test is what it does with the measurement."""
-    server = SimpleNamespace(
-        readback=None, startup_s=1.0, url="u", alive=lambda: True, stop=lambda: None, log_tail=lambda: ""
-    )
-    monkeypatch.setattr(launch.server, "start_server", lambda *a, **k: server)
-    monkeypatch.setattr(objective, "asdict", lambda _x: {})
-    monkeypatch.setattr(objective, "spec_of", lambda _config, _ctx: None)
-    monkeypatch.setattr(
-        objective, "estimate_budget", lambda *a, **k: SimpleNamespace(feasible=True, reasons=(), to_dict=lambda: {})
+def _stand_in_server(ctx: TrialContext, tmp_path, measure) -> TrialContext:
+    """run_trial's launch and measurement stand-ins (a model of a feasible budget): what is under test is
+    what it does with the measurement."""
+    tiny = ModelSpec.from_config(shape_config("llama-tiny"))
+    return TrialContext(
+        **{**ctx.__dict__, "spec": tiny, "log_dir": tmp_path, "launcher": FakeLauncher(), "measure": measure}
     )
 
 
-def test_run_trial_stores_it_as_pruned_with_the_reason(monkeypatch, tmp_path) -> None:
-    _stand_in_server(monkeypatch)
+def test_run_trial_stores_it_as_pruned_with_the_reason(tmp_path) -> None:
     got = {}
 
     def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
@@ -81,9 +77,7 @@ def test_run_trial_stores_it_as_pruned_with_the_reason(monkeypatch, tmp_path) ->
         why = hopeless(5.0) if hopeless else None
         return CapacityResult(5.0, None, None, None, (), abandoned=why)
 
-    monkeypatch.setattr(objective, "_measure", fake_measure)
-    ctx = _ctx(60.0)
-    ctx = TrialContext(**{**ctx.__dict__, "log_dir": tmp_path})
+    ctx = _stand_in_server(_ctx(60.0), tmp_path, fake_measure)
     r = run_trial(3, ServeConfig(model="m", max_num_seqs=4), False, ctx)
     assert r.state == "PRUNED" and r.fail_reason.startswith("hopeless:") and r.saturation_req_s == 5.0
     r = run_trial(0, ServeConfig(model="m", max_num_seqs=4), True, ctx)  # the baseline: measured in full
@@ -132,18 +126,16 @@ def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_pat
             best_rate=goodputs[n],
         )
 
-    monkeypatch.setattr(pipeline, "run_trial", fake_run_trial)
     import launch.script  # no vLLM flags to check here: the launch script is not what this test is about
 
     monkeypatch.setattr(launch.script, "write_launch_script", lambda *a, **k: None)
-    pipeline.tune(inp, versions={"vllm": "0.32.0"})  # non-empty: {} would run the real version probe
+    # non-empty versions: {} would run the real version probe; the trials are stand-ins
+    pipeline.tune(inp, versions={"vllm": "0.32.0"}, run=fake_run_trial)
     assert seen == [None, 10.0, 14.0]
 
 
-def test_a_level_with_failed_requests_says_what_the_server_answered(monkeypatch, tmp_path) -> None:
+def test_a_level_with_failed_requests_says_what_the_server_answered(tmp_path) -> None:
     from tuner.measure import Level
-
-    _stand_in_server(monkeypatch)
 
     def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
         on_level(
@@ -162,13 +154,12 @@ def test_a_level_with_failed_requests_says_what_the_server_answered(monkeypatch,
         )
         return CapacityResult(1.0, None, None, None, ())
 
-    monkeypatch.setattr(objective, "_measure", fake_measure)
     said = []
     run_trial(
         1,
         ServeConfig(model="m", max_num_seqs=4),
         False,
-        TrialContext(**{**_ctx(None).__dict__, "log_dir": tmp_path}),
+        _stand_in_server(_ctx(None), tmp_path, fake_measure),
         said.append,
     )
     line = next(m for m in said if m.startswith("rate 0.50/s"))

@@ -2,31 +2,35 @@
 
 vLLM profiles its memory at startup from device-wide free memory; a server that starts or stops meanwhile
 makes it abort ("Error in memory profiling", seen on the H200). What is under test is run_trial's lock
-discipline, so the server and the measurement are stand-ins that only record when they run.
+discipline under the scheduler's rules, so the launcher (tuner.trial.testing) and the measurement are
+stand-ins that only record when they run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 
-import launch.server
-import tuner.objective as objective
 from launch.config import ServeConfig
-from launch.readback import ReadBack
 from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, MeasurePlan
-from tuner.objective import TrialContext, run_trial
+from tuner.model_spec import ModelSpec
+from tuner.synthetic import shape_config
 from tuner.time_budget import OverBudget, TimeBudget
+from tuner.trial.context import TrialContext
+from tuner.trial.device_rules import DeviceRules
+from tuner.trial.runner import run_trial
+from tuner.trial.testing import FakeLauncher, FakeServer
 
 STARTUP_S, MEASURE_S = 0.3, 0.1
 
 
-def stand_ins(monkeypatch, tmp_path, **ctx_fields) -> tuple[TrialContext, list[tuple[float, str, str]]]:
-    """Stand-in servers and measurements that record (time, trial, what) events; the context of one device."""
+def stand_ins(tmp_path, time_budget=None, **ctx_fields) -> tuple[TrialContext, list[tuple[float, str, str]]]:
+    """Stand-in servers and measurements that record (time, trial, what) events; the context of one device
+    whose startups overlap (the scheduler's rules for it)."""
     events: list[tuple[float, str, str]] = []  # (time, trial, what)
     lock = threading.Lock()
 
@@ -34,59 +38,39 @@ def stand_ins(monkeypatch, tmp_path, **ctx_fields) -> tuple[TrialContext, list[t
         with lock:
             events.append((time.monotonic(), trial, what))
 
-    class FakeServer:
-        def __init__(self, name: str) -> None:
-            self.name, self.url, self.startup_s = name, "http://127.0.0.1:1", STARTUP_S
-            self.readback = ReadBack()
-
-        def alive(self) -> bool:
-            return True
-
-        def stop(self) -> None:
-            note(self.name, "stop")
-
-        def __enter__(self) -> FakeServer:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.stop()
-
-    def fake_start_server(config, *, log_dir, **_kw):
-        name = log_dir.name
+    def starting(name: str) -> None:
         note(name, "start-begin")
         time.sleep(STARTUP_S)
         note(name, "start-end")
-        return FakeServer(name)
 
     def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
         note(f"trial-{number:03d}", "measure")
         time.sleep(MEASURE_S)
         return CapacityResult(1.0, None, None, None, ())
 
-    budget = SimpleNamespace(feasible=True, reasons=(), to_dict=lambda: {})
-    monkeypatch.setattr(launch.server, "start_server", fake_start_server)
-    monkeypatch.setattr(objective, "_measure", fake_measure)
-    monkeypatch.setattr(objective, "estimate_budget", lambda *a, **k: budget)
-    monkeypatch.setattr(objective, "spec_of", lambda _config, _ctx: None)
-    monkeypatch.setattr(objective, "hopeless_check", lambda *_a: None)
-    monkeypatch.setattr(objective, "asdict", lambda _x: {})
+    launcher = FakeLauncher(
+        server=lambda name: FakeServer(name, startup_s=STARTUP_S),
+        on_start=starting,
+        on_stop=lambda server: note(server.name, "stop"),
+    )
     ctx = TrialContext(
-        spec=None,
+        spec=ModelSpec.from_config(shape_config("llama-tiny")),
         gpu=GPUProfile.load("h200"),
         slos=(),
         workload=None,
         plan=MeasurePlan(warmup_requests=0),
         python="python",
         log_dir=tmp_path,
-        start_locks={"0": threading.Lock()},
-        measure_locks={"0": threading.Lock()},
+        launcher=launcher,
+        measure=fake_measure,
+        rules=DeviceRules.of(["0"], overlap=True, layouts=False, budget=time_budget),
         **ctx_fields,
     )
     return ctx, events
 
 
-def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path):
-    ctx, events = stand_ins(monkeypatch, tmp_path)
+def test_no_server_stops_or_starts_during_another_startup(tmp_path):
+    ctx, events = stand_ins(tmp_path)
     results = []
 
     def trial(n: int) -> None:
@@ -112,11 +96,9 @@ def test_no_server_stops_or_starts_during_another_startup(monkeypatch, tmp_path)
     assert sorted(r.state for r in results) == ["COMPLETE"] * 3  # every trial ran to its end
 
 
-def test_a_trial_whose_measurement_would_overrun_the_time_budget_is_given_up_with_its_server_stopped(
-    monkeypatch, tmp_path
-):
+def test_a_trial_whose_measurement_would_overrun_the_time_budget_is_given_up_with_its_server_stopped(tmp_path):
     now = [0.0]
-    ctx, events = stand_ins(monkeypatch, tmp_path, time_budget=TimeBudget(600.0, clock=lambda: now[0]))
+    ctx, events = stand_ins(tmp_path, time_budget=TimeBudget(600.0, clock=lambda: now[0]))
     measured: list[int] = []
 
     def measure_200s(url, config, ctx, number, *_a, **_k):  # a measurement takes 200 s by the budget's clock
@@ -124,7 +106,7 @@ def test_a_trial_whose_measurement_would_overrun_the_time_budget_is_given_up_wit
         now[0] += 200.0
         return CapacityResult(1.0, None, None, None, ())
 
-    monkeypatch.setattr(objective, "_measure", measure_200s)
+    ctx = dataclasses.replace(ctx, measure=measure_200s)
     said: list[str] = []
     cfg = ServeConfig(model="/m", max_num_seqs=8)
     # the first measurement is never given up (nothing says yet what one takes), even with too little left
@@ -143,9 +125,9 @@ def test_a_trial_whose_measurement_would_overrun_the_time_budget_is_given_up_wit
     assert measured == [1, 3]
 
 
-def test_a_trial_keeps_the_wall_clock_times_of_its_phases(monkeypatch, tmp_path):
+def test_a_trial_keeps_the_wall_clock_times_of_its_phases(tmp_path):
     ticks = iter(range(100, 200))
-    ctx, _events = stand_ins(monkeypatch, tmp_path, wall_clock=lambda: float(next(ticks)), host="gpu-host")
+    ctx, _events = stand_ins(tmp_path, wall_clock=lambda: float(next(ticks)), host="gpu-host")
     r = run_trial(1, ServeConfig(model="/m", max_num_seqs=8), False, ctx, device="0")
     assert r.timeline == {
         "host": "gpu-host",

@@ -41,10 +41,11 @@ def run(args: argparse.Namespace) -> int:
     from tuner.commands.tune import print_outcome
     from tuner.inputs import load_inputs
     from tuner.out_dir import claimed
-    from tuner.pipeline import check_resume, storage_url, tune
+    from tuner.pipeline import tune
     from tuner.sample_answer import QUESTION
     from tuner.settings import resolve
     from tuner.study import check_storage
+    from tuner.tune_setup import check_resume, storage_url
 
     out = check_output_dir(args.out, "--out")
     model = _model(out, args.tiny)

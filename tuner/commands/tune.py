@@ -83,9 +83,10 @@ def print_outcome(
 def run(args: argparse.Namespace) -> int:
     from tuner.inputs import load_inputs
     from tuner.out_dir import claimed
-    from tuner.pipeline import check_resume, storage_url, tune
+    from tuner.pipeline import tune
     from tuner.quantize.step import maybe_quantize
     from tuner.study import check_storage
+    from tuner.tune_setup import check_resume, storage_url
 
     settings = settings_from_args(args)
     with claimed(settings.out_dir()):

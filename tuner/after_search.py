@@ -1,0 +1,101 @@
+"""The steps after the search, each on fresh servers and each kept in the study (a resume reuses them):
+``--confirm N`` re-measures the best against its rival (tuner.confirm), certification soaks the best and
+vLLM's defaults (tuner.certified; a speculating winner's twin without speculation too: tuner.spec_rule),
+and the demo's sample answer asks the winner one question (tuner.sample_answer). Every step runs through
+the run's scheduler and rules: its placement, its Ctrl-C, never its time budget."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+
+from launch.config import ServeConfig
+from tuner.certified import certify_study, floor_rate
+from tuner.certify import Certification
+from tuner.confirm import STUDY_ATTR, confirm, confirm_trial_number, current_confirmation, rival_of, stored_run
+from tuner.sample_answer import STUDY_ATTR as SAMPLE_ATTR
+from tuner.sample_answer import sample_answer
+from tuner.soak import certify_config
+from tuner.space import params_of
+from tuner.spec_rule import find_twin, speculates, twin_of
+from tuner.study import finished, results_of, run_study
+from tuner.study_outputs import stored_runs
+from tuner.summary import Summary
+from tuner.trial.runner import run_trial
+from tuner.trial_result import TrialResult
+from tuner.tune_setup import TuneRun
+
+
+def confirm_best(r: TuneRun, summary: Summary) -> Summary:
+    """With --confirm N: N fresh measurements each of the best and its rival, added to the study's."""
+    rounds = r.inp.settings.confirm
+    rival = rival_of(summary)
+    if not rounds:
+        return summary
+    if summary.best is None or rival is None:
+        r.progress.say("--confirm: nothing to confirm (fewer than two configurations to compare)")
+        return summary
+    earlier = current_confirmation(stored_runs(r.study), summary)
+    full = r.tctx.uncut()  # re-measurements are never cut short, and come after the search's time budget
+
+    def measure(k: int, config: ServeConfig, device: str | None) -> TrialResult:
+        say = functools.partial(r.progress.say, trial=f"confirm {k}")
+        with full.rules.placed(config.gpus, device) as where:
+            return run_trial(confirm_trial_number(k), config, False, full, say, device=where)
+
+    devices = r.inp.settings.device_list()
+    done = len(earlier.best_goodput) if earlier else 0
+    fresh = confirm(summary.best, rival, rounds, measure, r.progress.say, devices, done, r.scheduler)
+    r.progress.say(fresh.line())
+    # kept in the study, so that a resumed study adds to it instead of losing it
+    run = stored_run(fresh, r.inp.settings.devices, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    r.study.set_user_attr(STUDY_ATTR, [*stored_runs(r.study), run])
+    return r.outputs.write(r.study)
+
+
+def certify_best(r: TuneRun, summary: Summary) -> Summary:
+    """Certify the best and vLLM's defaults by soaks on fresh servers (and a speculating best's twin)."""
+    soak_s, whom = r.tctx.plan.soak_s, r.inp.settings.certify
+    if soak_s <= 0 or summary.best is None:
+        return summary
+    full = r.tctx.uncut()  # soaks are never cut short
+    device = r.inp.settings.device_list()[0]
+
+    def certify_one(t: TrialResult) -> Certification:
+        say = functools.partial(r.progress.say, trial=f"certify {t.number}")
+        with full.rules.placed(t.config.gpus, device) as where:
+            cert = certify_config(t.number, t.config, full, t.best_rate or 0.0, floor_rate(t), say, where)
+        say(cert.line())
+        return cert
+
+    certify_study(r.study, summary, soak_s, certify_one, whom)
+    summary = r.outputs.write(r.study)
+    twin = _speculation_twin(r, summary, device)
+    if twin is not None:  # the rule compares like with like: the twin is certified too
+        certify_study(r.study, summary, soak_s, certify_one, whom, also=(twin,))
+        summary = r.outputs.write(r.study)
+    return summary
+
+
+def _speculation_twin(r: TuneRun, summary: Summary, device: str | None) -> TrialResult | None:
+    """When the best speculates: its configuration without speculation, measured as one more trial of the
+    study where it was not already (tuner.spec_rule); None when the best does not speculate."""
+    best = summary.best
+    if best is None or not speculates(best):
+        return None
+    twin = find_twin(best, results_of(r.study))
+    if twin is None:
+        r.study.enqueue_trial(params_of(twin_of(best.config), r.sctx), user_attrs={"speculation_twin": best.number})
+        total = len(finished(r.study)) + 1
+        run_study(r.study, total, r.run_one, r.outputs.after_trial, scheduler=r.scheduler.on([device]))
+        twin = find_twin(best, results_of(r.study))
+    return twin
+
+
+def sample_best(r: TuneRun, best: TrialResult, question: str) -> None:
+    """The winner's answer to ``question`` on a fresh server, kept in the study and written out."""
+    say = functools.partial(r.progress.say, trial=f"sample {best.number}")
+    with r.tctx.rules.placed(best.config.gpus, r.inp.settings.device_list()[0]) as where:
+        answer = sample_answer(best, r.tctx, say, question, where)
+    r.study.set_user_attr(SAMPLE_ATTR, answer.to_dict())
+    r.outputs.write(r.study)

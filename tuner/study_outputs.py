@@ -1,0 +1,92 @@
+"""A running study's output files, rewritten from the study after each trial and after each step that
+follows the search (--confirm, certification, the sample answer): what the study holds decides them all,
+so a resumed or interrupted run writes the same files (tuner.outputs writes them)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from launch import script as launch_script
+from tuner.certified import stored as stored_certifications
+from tuner.confirm import STUDY_ATTR, current_confirmation, with_confirmations
+from tuner.headline import CONFIRMED, Headline, headline
+from tuner.inputs import Inputs
+from tuner.outputs import write_outputs
+from tuner.progress import Progress
+from tuner.report_html import write_report
+from tuner.sample_answer import STUDY_ATTR as SAMPLE_ATTR
+from tuner.study import results_of, timelines_of
+from tuner.summary import Summary, certified_summary, summarize
+from tuner.trial_result import TrialResult
+
+
+class StudyOutputs:
+    """Writes launch.sh, best.json, trials.csv and report.html of ``inp``'s study; keeps the best goodput
+    as of the last trial (a trial's probe is judged hopeless against it: tuner.trial.measuring)."""
+
+    def __init__(
+        self, inp: Inputs, meta: dict[str, Any], fingerprint: str, nice: int, progress: Progress, study: optuna.Study
+    ) -> None:
+        self.inp, self.meta, self.fingerprint, self.nice, self.progress = inp, meta, fingerprint, nice, progress
+        self.best_goodput: float | None = summarize(results_of(study)).best_goodput
+
+    def after_trial(self, study: optuna.Study) -> None:
+        summary = self.write(study)
+        self.best_goodput = summary.best_goodput
+        self.progress.trial_done(study, summary)
+
+    def write(self, study: optuna.Study) -> Summary:
+        """Every output file from what ``study`` holds now; the summary they state."""
+        results = results_of(study)
+        certs = stored_certifications(study)
+        summary = certified_summary(summarize(results), certs)
+        confirmation = current_confirmation(stored_runs(study), summary)
+        state_gain = headline(summary, certs, confirmation).basis == CONFIRMED
+        meta, _ = with_confirmations(self.meta, stored_runs(study), summary, state_gain=state_gain)
+        if SAMPLE_ATTR in study.user_attrs:
+            meta = {**meta, "sample_answer": study.user_attrs[SAMPLE_ATTR]}
+
+        def report(path: Path, results: list[TrialResult], summary: Summary, m: dict[str, Any], **kw: Any) -> None:
+            write_report(path, results, summary, m, importances(study), **kw)
+
+        out = self.inp.out
+        return write_outputs(out, results, meta, self._script, report, timelines_of(study), certs, confirmation)
+
+    def _script(self, path: Path, best: TrialResult, head: Headline) -> None:
+        launch_script.write_launch_script(
+            path,
+            best.config,
+            self.inp.vllm,
+            fingerprint=self.fingerprint,
+            model_dir=best.config.model,
+            note=launch_note(best, head, self.inp.settings.slo, self.inp.workload.name),
+            nice=self.nice,
+        )
+
+
+def launch_note(best: TrialResult, head: Headline, slo: str, workload: str) -> str:
+    """launch.sh's header: what was measured, and the capacity it keeps (the study's headline)."""
+    return f"slotune: trial {best.number}, {slo}, workload {workload}\ncapacity: {head.rate_text()}"
+
+
+def stored_runs(study: optuna.Study) -> list[dict[str, Any]]:
+    """The study's --confirm runs (tuner.confirm.stored_run), oldest first."""
+    return list(study.user_attrs.get(STUDY_ATTR, []))
+
+
+def importances(study: optuna.Study) -> dict[str, float]:
+    """Each knob's importance to goodput (PED-ANOVA) over the completed trials; none below four."""
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE and t.params]
+    if len(done) < 4:
+        return {}
+    try:
+        with warnings.catch_warnings():  # "few trials in a regime": the estimate is rough, the chart says so
+            warnings.simplefilter("ignore")
+            ev = optuna.importance.PedAnovaImportanceEvaluator()
+            return dict(optuna.importance.get_param_importances(study, evaluator=ev))
+    except (ValueError, RuntimeError):  # too few distinct values for an estimate: the report says none
+        return {}

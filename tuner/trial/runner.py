@@ -1,0 +1,180 @@
+"""One trial: budget check → launch → measure → stop, and its outcome as a TrialResult state.
+
+Infeasible budget → PRUNED before anything starts (with the reasons). A launch that fails → FAIL with the
+classified reason and the log tail; a server that dies during the load test → FAIL. A probe that shows the
+trial cannot win → PRUNED. Otherwise COMPLETE, with or without a load that kept every SLO.
+Not results, and so raised: OverBudget (given up before measuring: tuner.time_budget), Cancelled (the run
+stops: tuner.trial.device_rules), KeyboardInterrupt, and bugs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from launch.config import ServeConfig
+from launch.errors import LaunchFailure
+from tuner.budget import estimate_budget
+from tuner.measure import CapacityResult, Level, level_line, slo_excess
+from tuner.trial.context import TrialContext, launched_config, launcher_of, spec_of
+from tuner.trial.launcher import Server
+from tuner.trial.measuring import hopeless_check, measure_capacity, running_capacity
+from tuner.trial_result import TrialResult, TrialState
+
+MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
+
+
+def run_trial(
+    number: int,
+    config: ServeConfig,
+    is_baseline: bool,
+    ctx: TrialContext,
+    progress: Callable[[str], None] = lambda _m: None,
+    device: str | None = None,
+) -> TrialResult:
+    """Run one trial; ``device`` pins it to one GPU or a group (CUDA_VISIBLE_DEVICES) on a multi-GPU host."""
+    t0 = time.monotonic()
+    say = ctx.rules.cancel.checked(progress)
+    budget = estimate_budget(spec_of(config, ctx), ctx.gpu, config, vllm_version=ctx.vllm_version, env=ctx.env)
+    base = TrialResult(number, TrialState.PRUNED, is_baseline, config, budget=budget.to_dict())
+    if not budget.feasible:
+        reason = "budget: " + "; ".join(budget.reasons)
+        say(f"pruned before launch: {reason}")
+        return replace(base, fail_reason=reason, constraint=math.inf)
+    run = _Run(number, config, launched_config(config, ctx, device), is_baseline, ctx, say, device)
+    base = replace(base, launched=run.launched, timeline=run.timeline)
+    try:
+        served = run.serve()
+    except LaunchFailure as exc:
+        say(f"launch failed: {exc}")
+        run.timeline["stopped"] = ctx.wall_clock()  # the launcher stops what it started before raising
+        return _launch_failed(base, exc, time.monotonic() - t0)
+    measured = replace(
+        base,
+        state=TrialState.COMPLETE,
+        readback=served.readback,
+        startup_s=served.startup_s,
+        levels=tuple(run.levels),
+        saturation_req_s=served.cap.saturation_req_s,
+        duration_s=time.monotonic() - t0,
+    )
+    return _verdict(measured, served, ctx, say)
+
+
+@dataclass(frozen=True)
+class _Served:
+    """What a measured server left behind: its read-back, startup time, the search and whether it lived."""
+
+    readback: dict[str, Any]
+    startup_s: float
+    cap: CapacityResult
+    alive: bool
+    log_tail: str
+
+
+@dataclass
+class _Run:
+    """One trial's live part: its server's start, measurement and stop, and the wall-clock timeline of
+    those phases (tuner.company tells from it what else ran on the host meanwhile)."""
+
+    number: int
+    config: ServeConfig  # as suggested: the load names its model
+    launched: ServeConfig  # as started: emulated memory, pinned device
+    is_baseline: bool
+    ctx: TrialContext
+    say: Callable[[str], None]
+    device: str | None
+    levels: list[dict[str, Any]] = field(default_factory=list)
+    timeline: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.timeline.update(host=self.ctx.host, device=self.device)
+
+    def serve(self) -> _Served:
+        with self._server() as server, self.ctx.rules.cancel.holding(server):
+            return self._measure(server)
+
+    @contextlib.contextmanager
+    def _server(self) -> Iterator[Server]:
+        """A started server, under the device's start lock; stopped under it too: memory freed while
+        another server on the device profiles its own makes vLLM abort that startup."""
+        rules, clock = self.ctx.rules, self.ctx.wall_clock
+        with contextlib.ExitStack() as stack:
+            with rules.starting(self.device):
+                self.timeline["launched"] = clock()
+                log_dir = self.ctx.log_dir / f"trial-{self.number:03d}"
+                server = stack.enter_context(launcher_of(self.ctx).start(self.launched, log_dir, self.say))
+                self.timeline["ready"] = clock()
+            try:
+                yield server
+            finally:
+                with rules.starting(self.device):
+                    stack.close()
+                    self.timeline["stopped"] = clock()
+
+    def _measure(self, server: Server) -> _Served:
+        ctx = self.ctx
+        running = running_capacity(self.launched, ctx, server.readback.kv_cache_size_tokens)
+        plan = ctx.plan.fitted(running)
+        hopeless = hopeless_check(self.launched, ctx, self.is_baseline, running, plan.probe_concurrency)
+        measure = ctx.measure or measure_capacity
+        with ctx.rules.measuring(self.device, self.say, self.timeline):
+            began = ctx.wall_clock()
+            cap = measure(server.url, self.config, ctx, self.number, self._on_level, hopeless, plan)
+            self.timeline["measured"] = [began, ctx.wall_clock()]
+        alive = server.alive()
+        return _Served(asdict(server.readback), server.startup_s, cap, alive, "" if alive else server.log_tail())
+
+    def _on_level(self, level: Level) -> None:
+        self.levels.append(level.to_dict())
+        self.say(level_line(level))
+
+
+def _launch_failed(base: TrialResult, exc: LaunchFailure, seconds: float) -> TrialResult:
+    return replace(
+        base,
+        state=TrialState.FAIL,
+        fail_reason=f"{exc.reason}: {exc.detail}",
+        log_tail=exc.log_tail,
+        duration_s=seconds,
+        constraint=math.inf,
+        extra={"budget_admitted_but_failed": exc.reason in MEMORY_REASONS},
+    )
+
+
+def _verdict(measured: TrialResult, served: _Served, ctx: TrialContext, say: Callable[[str], None]) -> TrialResult:
+    """The measured trial's state: FAIL when its server died, PRUNED when hopeless, else COMPLETE; the
+    constraint tells the sampler how far from the SLOs it was (<= 0: some load kept them all)."""
+    cap = served.cap
+    if not served.alive:
+        return replace(
+            measured,
+            state=TrialState.FAIL,
+            fail_reason="crashed_after_start: the server died during the load test",
+            log_tail=served.log_tail,
+            constraint=math.inf,
+        )
+    if cap.abandoned:
+        say(f"pruned after the probe: {cap.abandoned}")
+        return replace(measured, state=TrialState.PRUNED, fail_reason=cap.abandoned, constraint=0.0)
+    if cap.best is not None:
+        return replace(
+            measured,
+            slo_met=True,
+            goodput_req_s=cap.goodput_req_s,
+            best_rate=cap.best_rate,
+            report=cap.best.to_dict(),
+            constraint=min(0.0, slo_excess(cap.best, ctx.slos)),
+        )
+    closest = cap.closest
+    excess = slo_excess(closest, ctx.slos) if closest is not None else math.inf
+    return replace(
+        measured,
+        report=closest.to_dict() if closest is not None else None,
+        fail_reason="slo_not_met: no tested load kept every SLO",
+        constraint=excess if math.isfinite(excess) else 1e6,
+    )
