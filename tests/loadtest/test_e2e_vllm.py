@@ -72,8 +72,11 @@ def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path
     print(f"\nTTFT mean {r.ttft_ms.mean:.2f} ms (server {srv['server_ttft_mean_ms']:.2f})")
     print(f"ITL mean {r.itl_ms.mean:.3f} ms (server {srv['server_itl_mean_ms']:.3f})")
     assert srv["server_requests"] == REQUESTS and srv["server_generation_tokens"] == REQUESTS * 128
-    assert abs(r.itl_ms.mean - srv["server_itl_mean_ms"]) <= ITL_VS_SERVER_MS
-    assert 0 <= r.ttft_ms.mean - srv["server_ttft_mean_ms"] <= TTFT_OVER_SERVER_MS
+    ttft_excess_ms = r.ttft_ms.mean - srv["server_ttft_mean_ms"]
+    assert 0 <= ttft_excess_ms <= TTFT_OVER_SERVER_MS
+    # a first chunk read late (the client starved by other work on the 2 cores) moves that delay from the
+    # stream's 127 gaps to its TTFT: our ITL mean may fall short of the server's by that share, no more
+    assert -ITL_VS_SERVER_MS - ttft_excess_ms / 127 <= r.itl_ms.mean - srv["server_itl_mean_ms"] <= ITL_VS_SERVER_MS
     assert r.itl_ms.mean <= r.tpot_ms.mean  # TPOT also spans each stream's tail after its last token
     assert r.slo_met is True and r.goodput_req_s == pytest.approx(r.throughput_req_s)
     # polled every 0.2 s during the run, in the load generator's own event loop: whether a poll lands while
