@@ -30,7 +30,9 @@ REQUIRE_ALL = os.environ.get("SLOTUNE_REQUIRE_ALL") == "1"
 UNIT_TIMEOUT_S = 60
 HEAVY_MARKERS = ("vllm", "quantize", "postgres")
 # heavy modules whose tests run one after another on one worker, longest first (docs/testing.md has the times)
-LONGEST_CHAINS = ("tests/test_e2e_slice.py", "tests/quantize/test_quantize_real.py")
+# heavy tests that share an expensive module- or session-scoped fixture (a study, quantization outputs) run on
+# one worker, in this order (longest chain first); docs/testing.md has the times
+SHARED_SETUP = ("tests/test_e2e_slice.py", "tests/quantize/", "tests/test_e2e_tune.py", "tests/budget/test_vllm_cpu.py")
 # fixtures that start a server or run a quantization, and the marker a test using them must carry
 NEEDS_MARKER = {
     "tiny_server": "vllm",
@@ -71,10 +73,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Each heavy test's pytest-xdist group, set as it is collected (pytest-xdist reads the markers in its
-    own ``pytest_collection_modifyitems``, which may run before ours)."""
-    if any(item.get_closest_marker(m) for m in HEAVY_MARKERS):
-        item.add_marker(pytest.mark.xdist_group(_heavy_group(item)))
+    """A heavy test's pytest-xdist group, set as it is collected (pytest-xdist reads the markers in its own
+    ``pytest_collection_modifyitems``, which may run before ours). Other tests have none: each goes to
+    whichever worker is free."""
+    group = _shared_setup(item)
+    if group is not None:
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -90,23 +94,26 @@ def pytest_configure(config: pytest.Config) -> None:
                                 "pip install 'pytest<9.2' (pyproject.toml pins it)")  # fmt: skip
 
 
-def _heavy_group(item: pytest.Item) -> str:
-    """The pytest-xdist worker group of a heavy test: every reader of ``tiny_server`` shares one worker (one
-    compile-path server per run), any other heavy module keeps its module-scoped fixtures on one worker."""
+def _shared_setup(item: pytest.Item) -> str | None:
+    """The setup a heavy test shares with others: ``tiny_server`` (one compile-path server per run, not one
+    per worker), or a module's or package's fixtures listed in SHARED_SETUP; None for the rest."""
+    if not any(item.get_closest_marker(m) for m in HEAVY_MARKERS):
+        return None
     if "tiny_server" in getattr(item, "fixturenames", ()):
         return "tiny_server"
-    return item.nodeid.split("::", 1)[0]
+    path = item.nodeid.split("::", 1)[0]
+    return next((prefix for prefix in SHARED_SETUP if path.startswith(prefix)), None)
 
 
 def _start_order(item: pytest.Item) -> int:
     """Longest chains first (``make ci`` runs ``--dist loadgroup --no-loadscope-reorder``): a worker takes
-    the next group in this order as it frees up, so the slow groups must not start last."""
-    path = item.nodeid.split("::", 1)[0]
-    if path in LONGEST_CHAINS:
-        return LONGEST_CHAINS.index(path)
-    if "tiny_server" in getattr(item, "fixturenames", ()):
-        return len(LONGEST_CHAINS)
-    return len(LONGEST_CHAINS) + (1 if any(item.get_closest_marker(m) for m in HEAVY_MARKERS) else 2)
+    the next group in this order as it frees up; the unit tests come last and fill in behind."""
+    group = _shared_setup(item)
+    if group in SHARED_SETUP:
+        return SHARED_SETUP.index(group)
+    if group == "tiny_server":
+        return len(SHARED_SETUP)
+    return len(SHARED_SETUP) + (1 if any(item.get_closest_marker(m) for m in HEAVY_MARKERS) else 2)
 
 
 @pytest.fixture(scope="session")
