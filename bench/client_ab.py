@@ -48,7 +48,8 @@ def main() -> None:
             r = VARIANTS[name](args, args.seconds, Path(tmp) / f"run-{k}.json")
             seen[name].append(r)
             print(
-                f"{name:26s} {args.rate:g} req/s for {args.seconds:g} s: p95 TTFT {r['ttft_p95_ms']:.0f} ms, "
+                f"{name:26s} {args.rate:g} req/s for {args.seconds:g} s: p95 TTFT {r['ttft_p95_ms']:.0f} ms "
+                f"(p95 schedule lag {r['lag_p95_ms']:.0f} ms), "
                 f"{r['throughput_req_s']:.2f} req/s done, client CPU {r['cpu_s'] / r['requests'] * 1000:.1f} ms "
                 f"per request",
                 flush=True,
