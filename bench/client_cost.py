@@ -56,16 +56,22 @@ def theirs(args: argparse.Namespace, seconds: float, out: Path) -> dict[str, flo
             "throughput_req_s": rep["request_throughput"]}  # fmt: skip
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def client_args(description: str) -> argparse.ArgumentParser:
+    """The server, workload and rate both client benchmarks take (client_ab.py too)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--url", required=True)
     p.add_argument("--model", required=True, help="the served model name")
     p.add_argument("--tokenizer", required=True, help="the model folder")
     p.add_argument("--workload", default="chat")
     p.add_argument("--output-tokens", type=int, default=64)
     p.add_argument("--rate", type=float, required=True)
-    p.add_argument("--seconds", type=float, nargs=2, default=(10.0, 40.0), metavar=("SHORT", "LONG"))
     p.add_argument("--slo", default="ttft_p95=2s")
+    return p
+
+
+def main() -> None:
+    p = client_args(__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, nargs=2, default=(10.0, 40.0), metavar=("SHORT", "LONG"))
     args = p.parse_args()
     marginal = {}
     with tempfile.TemporaryDirectory() as tmp:
