@@ -8,10 +8,10 @@ import itertools
 from collections.abc import Callable, Iterator
 
 from launch.config import ServeConfig
-from loadtest.runner import LoadSpec, run_load
+from loadtest.runner import run_load
 from tuner.certify import Certification, Soak, certify, soak_of
 from tuner.measure import MIN_LEVEL_FLOOR
-from tuner.trial.context import TrialContext, launched_config, launcher_of
+from tuner.trial.context import TrialContext, launched_config, launcher_of, load_spec
 from tuner.trial.launcher import Server
 
 SOAK_SEED = 7919  # soaks draw other prompts and arrivals than the search's levels
@@ -32,14 +32,11 @@ def fresh_server(
 def run_soak(url: str, config: ServeConfig, ctx: TrialContext, rate: float, seconds: float, attempt: int = 0) -> Soak:
     """Hold ``rate`` for ``seconds`` (Poisson arrivals); abandoned once an SLO is certainly lost. Each
     ``attempt`` on one server draws other prompts (a repeat would be served from the prefix cache)."""
-    spec = LoadSpec(
-        url=url,
-        model=config.name,
-        workload=ctx.workload,
-        slos=ctx.slos,
-        tokenizer=ctx.tokenizer,
-        output_tokens=ctx.output_tokens,
-        seed=ctx.plan.seed + SOAK_SEED * (attempt + 1),
+    spec = load_spec(
+        ctx,
+        url,
+        config,
+        ctx.plan.seed + SOAK_SEED * (attempt + 1),
         rate=rate,
         requests=max(MIN_LEVEL_FLOOR, round(rate * seconds)),
         abandon_when_lost=True,

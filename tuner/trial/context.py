@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from launch.config import ServeConfig
 from loadtest.slo import SLO
+from loadtest.spec import LoadSpec
 from loadtest.workload import Workload
 from tuner.budget import emulated_gmu
 from tuner.gpu import GPUProfile
@@ -88,6 +89,21 @@ def launcher_of(ctx: TrialContext) -> Launcher:
     if ctx.launcher is not None:
         return ctx.launcher
     return VllmLauncher(ctx.python, ctx.startup_timeout_s, ctx.plan.warmup_requests, ctx.server_nice)
+
+
+def load_spec(ctx: TrialContext, url: str, config: ServeConfig, seed: int, **kw: Any) -> LoadSpec:
+    """A load against a trial's server: the study's workload, SLOs, tokenizer and output length, ``seed``'s
+    prompts; ``kw`` says how (rate or concurrency, how many, how long)."""
+    return LoadSpec(
+        url=url,
+        model=config.name,
+        workload=ctx.workload,
+        slos=ctx.slos,
+        tokenizer=ctx.tokenizer,
+        output_tokens=ctx.output_tokens,
+        seed=seed,
+        **kw,
+    )
 
 
 def launched_config(config: ServeConfig, ctx: TrialContext, device: str | None = None) -> ServeConfig:

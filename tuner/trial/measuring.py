@@ -15,7 +15,7 @@ from launch.config import ServeConfig
 from loadtest.report import LoadReport
 from loadtest.runner import LoadSpec, run_load
 from tuner.measure import CapacityResult, Level, MeasurePlan, capacity_search
-from tuner.trial.context import TrialContext
+from tuner.trial.context import TrialContext, load_spec
 from tuner.vllm_defaults import effective
 
 # A trial is PRUNED after its saturation probe when the probe's throughput x this is below the best goodput
@@ -91,16 +91,7 @@ def measure_capacity(
     levels = itertools.count()
 
     def spec(**kw: Any) -> LoadSpec:
-        return LoadSpec(
-            url=url,
-            model=config.name,
-            workload=ctx.workload,
-            slos=ctx.slos,
-            tokenizer=ctx.tokenizer,
-            output_tokens=ctx.output_tokens,
-            seed=level_seed(ctx.plan.seed, number, next(levels)),
-            **kw,
-        )
+        return load_spec(ctx, url, config, level_seed(ctx.plan.seed, number, next(levels)), **kw)
 
     def run_rate(rate: float, n: int, may_abandon: bool) -> LoadReport:
         steady = {"steady_e2e_multiple": plan.level_e2e_multiple, "max_duration_s": plan.level_max_s}
