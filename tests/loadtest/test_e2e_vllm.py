@@ -10,6 +10,7 @@ import pytest
 from loadtest.arrivals import schedule
 from loadtest.cli import main
 from loadtest.metrics import timings
+from loadtest.report import LoadReport
 from loadtest.runner import LoadSpec, run_load
 from loadtest.slo import parse_slos
 from loadtest.workload import load_workload
@@ -39,7 +40,8 @@ def test_prompts_as_long_as_the_context_are_served(vllm_server: str, tiny_model:
     assert r.input_tokens == 4 * 2040
 
 
-def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
+def _closed_loop(vllm_server: str, tiny_model: Path, tmp_path: Path) -> LoadReport:
+    """12 requests of 128 tokens each, 4 at a time, prompt lengths varying (2 warm-up requests first)."""
     wl = load_workload(_workload(tmp_path, "input_tokens: {dist: uniform, min: 20, max: 200}\noutput_tokens: 128\n"))
     spec = LoadSpec(
         url=vllm_server,
@@ -51,7 +53,11 @@ def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path
         tokenizer=str(tiny_model),
         slos=parse_slos("ttft_p95=60s,tpot_p95=10s"),
     )
-    r = run_load(spec)
+    return run_load(spec)
+
+
+def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
+    r = _closed_loop(vllm_server, tiny_model, tmp_path)
     assert r.requests_ok == REQUESTS and r.requests_failed == 0, r.failures
     assert r.output_tokens == REQUESTS * 128
     assert r.token_counts_exact
@@ -65,18 +71,8 @@ def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path
     for rec in measured:
         t = timings(rec)
         assert len(t.itl) == t.tokens - 1 == 127  # one ITL sample per token after the first
-    # against the server's own figures (/metrics histograms over the same requests): its ITL is the time between
-    # engine outputs, ours between chunks read, so the means differ only by how each stream's first and last
-    # token travelled (spread over 127 gaps); its TTFT counts from the request's arrival, ours from our send
-    srv = r.server
-    print(f"\nTTFT mean {r.ttft_ms.mean:.2f} ms (server {srv['server_ttft_mean_ms']:.2f})")
-    print(f"ITL mean {r.itl_ms.mean:.3f} ms (server {srv['server_itl_mean_ms']:.3f})")
+    srv = r.server  # how close our timings come to the server's: test_client_ttft_and_itl_agree_with_the_servers
     assert srv["server_requests"] == REQUESTS and srv["server_generation_tokens"] == REQUESTS * 128
-    ttft_excess_ms = r.ttft_ms.mean - srv["server_ttft_mean_ms"]
-    assert 0 <= ttft_excess_ms <= TTFT_OVER_SERVER_MS
-    # a first chunk read late (the client starved by other work on the 2 cores) moves that delay from the
-    # stream's 127 gaps to its TTFT: our ITL mean may fall short of the server's by that share, no more
-    assert -ITL_VS_SERVER_MS - ttft_excess_ms / 127 <= r.itl_ms.mean - srv["server_itl_mean_ms"] <= ITL_VS_SERVER_MS
     assert r.itl_ms.mean <= r.tpot_ms.mean  # TPOT also spans each stream's tail after its last token
     assert r.slo_met is True and r.goodput_req_s == pytest.approx(r.throughput_req_s)
     # polled every 0.2 s during the run, in the load generator's own event loop: whether a poll lands while
@@ -88,6 +84,19 @@ def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path
     assert "requests_running_peak" in r.server, r.server
     assert 0 <= r.server["kv_cache_usage_peak"] <= 1, r.server
     assert r.server["prefix_cache_hit_rate"] < 0.05  # random prompts must not hit the prefix cache
+
+
+@pytest.mark.long  # a quiet machine: in CI's parallel session the other worker starves this client in bursts
+def test_client_ttft_and_itl_agree_with_the_servers(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
+    """Against the server's own figures (/metrics histograms over the same requests): its ITL is the time between
+    engine outputs, ours between chunks read, so the means differ only by how each stream's first and last token
+    travelled (spread over 127 gaps); its TTFT counts from the request's arrival, ours from our send."""
+    r = _closed_loop(vllm_server, tiny_model, tmp_path)
+    srv = r.server
+    print(f"\nTTFT mean {r.ttft_ms.mean:.2f} ms (server {srv['server_ttft_mean_ms']:.2f})")
+    print(f"ITL mean {r.itl_ms.mean:.3f} ms (server {srv['server_itl_mean_ms']:.3f})")
+    assert abs(r.itl_ms.mean - srv["server_itl_mean_ms"]) <= ITL_VS_SERVER_MS
+    assert 0 <= r.ttft_ms.mean - srv["server_ttft_mean_ms"] <= TTFT_OVER_SERVER_MS
 
 
 def test_shared_prefix_hits_the_cache(vllm_server: str, tiny_model: Path, tmp_path: Path) -> None:
