@@ -15,15 +15,12 @@ import time
 import pytest
 
 from launch.config import ServeConfig
-from tuner.gpu import GPUProfile
-from tuner.measure import CapacityResult, MeasurePlan
-from tuner.model_spec import ModelSpec
-from tuner.synthetic import shape_config
+from tuner.measure import CapacityResult
 from tuner.time_budget import OverBudget, TimeBudget
 from tuner.trial.context import TrialContext
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.runner import run_trial
-from tuner.trial.testing import FakeLauncher, FakeServer
+from tuner.trial.testing import FakeLauncher, FakeServer, fake_context
 
 STARTUP_S, MEASURE_S = 0.3, 0.1
 
@@ -53,19 +50,8 @@ def stand_ins(tmp_path, time_budget=None, **ctx_fields) -> tuple[TrialContext, l
         on_start=starting,
         on_stop=lambda server: note(server.name, "stop"),
     )
-    ctx = TrialContext(
-        spec=ModelSpec.from_config(shape_config("llama-tiny")),
-        gpu=GPUProfile.load("h200"),
-        slos=(),
-        workload=None,
-        plan=MeasurePlan(warmup_requests=0),
-        python="python",
-        log_dir=tmp_path,
-        launcher=launcher,
-        measure=fake_measure,
-        rules=DeviceRules.of(["0"], overlap=True, layouts=False, budget=time_budget),
-        **ctx_fields,
-    )
+    rules = DeviceRules.of(["0"], overlap=True, layouts=False, budget=time_budget)
+    ctx = fake_context(tmp_path, launcher, fake_measure, rules, **ctx_fields)
     return ctx, events
 
 

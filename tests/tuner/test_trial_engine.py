@@ -12,16 +12,13 @@ import pytest
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
 from launch.vllm_info import VllmInfo
-from tuner.gpu import GPUProfile
-from tuner.measure import CapacityResult, Level, MeasurePlan
-from tuner.model_spec import ModelSpec
-from tuner.synthetic import shape_config
+from tuner.measure import CapacityResult, Level
 from tuner.trial.context import TrialContext
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.launcher import DockerLauncher
 from tuner.trial.runner import run_trial
 from tuner.trial.scheduler import Job, Scheduler
-from tuner.trial.testing import FakeLauncher, FakeServer
+from tuner.trial.testing import FakeLauncher, FakeServer, fake_context
 from tuner.trial_result import FAIL
 
 CONFIG = ServeConfig(model="/m", max_num_seqs=8)
@@ -32,18 +29,7 @@ def measured(*_a: Any, **_k: Any) -> CapacityResult:
 
 
 def context(tmp_path: Path, launcher: Any, measure: Any = measured, rules: DeviceRules | None = None) -> TrialContext:
-    return TrialContext(
-        spec=ModelSpec.from_config(shape_config("llama-tiny")),
-        gpu=GPUProfile.load("h200"),
-        slos=(),
-        workload=None,
-        plan=MeasurePlan(warmup_requests=0),
-        python="python",
-        log_dir=tmp_path,
-        launcher=launcher,
-        measure=measure,
-        rules=rules or DeviceRules(),
-    )
+    return fake_context(tmp_path, launcher, measure, rules or DeviceRules())
 
 
 def test_a_launch_that_fails_is_a_failed_trial_with_its_reason_and_log_tail(tmp_path):

@@ -12,10 +12,20 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
 from launch.readback import ReadBack
+from loadtest.lengths import LengthDist
+from loadtest.workload import Workload
+from tuner.gpu import GPUProfile
+from tuner.measure import MeasurePlan
+from tuner.model_spec import ModelSpec
+from tuner.synthetic import shape_config
+from tuner.trial.context import Measure, TrialContext
+from tuner.trial.device_rules import DeviceRules
+from tuner.trial.launcher import Launcher
 
 
 @dataclass
@@ -73,3 +83,23 @@ class FakeLauncher:
             yield server
         finally:
             server.stop()
+
+
+def fake_context(
+    log_dir: Path, launcher: Launcher, measure: Measure, rules: DeviceRules, **fields: Any
+) -> TrialContext:
+    """A trial context over the tiny Llama's shape on the H200 profile, no SLOs, no warm-up: what the runner's
+    and the scheduler's tests drive with a FakeLauncher and a measuring stand-in (``fields`` for the rest)."""
+    return TrialContext(
+        spec=ModelSpec.from_config(shape_config("llama-tiny")),
+        gpu=GPUProfile.load("h200"),
+        slos=(),
+        workload=Workload("fake", LengthDist("fixed", 16, 16), LengthDist("fixed", 4, 4)),
+        plan=MeasurePlan(warmup_requests=0),
+        python="python",
+        log_dir=log_dir,
+        launcher=launcher,
+        measure=measure,
+        rules=rules,
+        **fields,
+    )
