@@ -24,6 +24,7 @@ from typing import Any
 from loadtest import steady
 from loadtest.records import RequestRecord
 from loadtest.report import Dist, LoadReport, percentile
+from loadtest.server_metrics import GaugeSample
 from loadtest.slo import SLO
 
 
@@ -110,9 +111,11 @@ def compute_metrics(
     slos: tuple[SLO, ...] = (),
     server: dict[str, Any] | None = None,
     duration_s: float | None = None,
+    gauges: tuple[GaugeSample, ...] = (),
 ) -> LoadReport:
     """Score raw records. Warmup records are ignored; ``duration_s`` defaults to first scheduled
-    send → last end among the measured requests."""
+    send → last end among the measured requests. ``gauges``: vLLM's running and waiting counts polled
+    during the run, for the steady-state judgement (loadtest.backlog)."""
     every = tuple(records)
     recs = [r for r in every if not r.warmup]
     ok = [r for r in recs if r.ok]
@@ -156,7 +159,8 @@ def compute_metrics(
         token_counts_exact=all(t.exact for t in per_req),
         samples=samples,
         records=every,
-        steady=steady.judge(recs, slos, _tail_slo_values(recs, slos)),
+        gauges=gauges,
+        steady=steady.judge(recs, slos, _tail_slo_values(recs, slos), gauges=gauges),
     )
 
 

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadtest.server_metrics import GaugeSample
 from loadtest.slo import SLO
 from loadtest.steady import Steadiness
 
@@ -92,6 +93,7 @@ class LoadReport:
     token_counts_exact: bool
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict, repr=False, compare=False)
     records: tuple[Any, ...] = field(default=(), repr=False, compare=False)  # the raw RequestRecords
+    gauges: tuple[GaugeSample, ...] = field(default=(), repr=False, compare=False)  # vLLM's, polled during the run
     steady: Steadiness | None = None  # loadtest.steady: the level's steady-state checks (None: too few requests)
 
     @property

@@ -194,7 +194,8 @@ class _Run:
         if s.warmup:
             width = s.concurrency or max(1, math.ceil(s.rate or 1))
             records += await self.closed(s.warmup, None, min(width, s.warmup), 0, True)
-        scraper = Scraper(self.transport, base_url(s.url) + "/metrics") if s.scrape_server_metrics else None
+        metrics_url = base_url(s.url) + "/metrics"
+        scraper = Scraper(self.transport, metrics_url, clock=self.clock) if s.scrape_server_metrics else None
         before = await scraper.scrape() if scraper else None
         if scraper:
             scraper.start()
@@ -211,7 +212,8 @@ class _Run:
         after = await scraper.scrape() if scraper and before else None
         if scraper and before and after:
             server = summarize(before[0], after[0], scraper.peaks, after[1])
-        return compute_metrics(records, slos=s.slos, server=server)
+        gauges = tuple(scraper.samples) if scraper else ()
+        return compute_metrics(records, slos=s.slos, server=server, gauges=gauges)
 
 
 async def run_load_async(spec: LoadSpec, *, session: Transport | None = None, clock: Clock | None = None) -> LoadReport:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from loadtest.transport import Transport
+from loadtest.transport import Clock, MonotonicClock, Transport
 
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 COUNTERS = {  # report key suffix -> metric names (first present wins)
@@ -36,6 +37,16 @@ GAUGES = {
     "requests_waiting": ("vllm:num_requests_waiting",),
     "requests_running": ("vllm:num_requests_running",),
 }
+
+
+@dataclass(frozen=True)
+class GaugeSample:
+    """vLLM's scheduler gauges as read at ``t`` (the run's clock, when the response came): requests running
+    in the engine and waiting in its scheduler."""
+
+    t: float
+    running: float
+    waiting: float
 
 
 def parse_prometheus(text: str) -> tuple[dict[str, float], dict[str, dict[str, str]]]:
@@ -114,11 +125,16 @@ def summarize(
 
 
 class Scraper:
-    """Reads ``/metrics`` through the run's transport; polls gauges every ``interval_s`` (0.2 s) for peaks."""
+    """Reads ``/metrics`` through the run's transport; polls gauges every ``interval_s`` (0.2 s) for peaks
+    and keeps each poll's running and waiting counts (``samples``, timed by the run's ``clock``)."""
 
-    def __init__(self, transport: Transport, metrics_url: str, interval_s: float = 0.2) -> None:
+    def __init__(
+        self, transport: Transport, metrics_url: str, interval_s: float = 0.2, clock: Clock | None = None
+    ) -> None:
         self.transport, self.url, self.interval = transport, metrics_url, interval_s
+        self.clock = clock or MonotonicClock()
         self.peaks: dict[str, float] = {}
+        self.samples: list[GaugeSample] = []
         self.available = True
         self._task: asyncio.Task[None] | None = None
 
@@ -142,6 +158,9 @@ class Scraper:
             v = _pick(values, names)
             if v is not None:
                 self.peaks[key] = max(self.peaks.get(key, v), v)
+        running, waiting = _pick(values, GAUGES["requests_running"]), _pick(values, GAUGES["requests_waiting"])
+        if running is not None and waiting is not None:
+            self.samples.append(GaugeSample(self.clock.now(), running, waiting))
         return values, infos
 
     async def _poll(self) -> None:

@@ -10,26 +10,25 @@ the latencies show it. Three checks, each over the requests in scheduled-send or
   window left out: an empty server answers its first requests at once); the level is growing when
   the lower end of a bootstrap interval of that difference exceeds a tolerance (a tenth of the
   TTFT limit, or half the first half's p95 when no SLO limits TTFT);
-- **backlog**: the mean number of requests in flight (sent, not finished) at the arrivals of the last
-  quarter of the send window against the second quarter; growing when the lower end of a block-bootstrap
-  interval of that difference exceeds the growth tolerance in requests: by Little's law, ΔN requests more
-  in flight at λ req/s are ΔN/λ seconds more in the system, so the tolerance is λ times the TTFT growth
-  tolerance (a tenth of the mean time in the system when no SLO limits TTFT), and at least BACKLOG_MIN.
-  Batched decoding can absorb a slowly growing queue without TTFT showing it within the level.
+- **backlog** (loadtest.backlog): the mean number of requests queued (sent, not running in vLLM, from its
+  gauges; without them: in flight, sent and not finished) over the last quarter of the send window against
+  the second quarter; growing when the lower end of a block-bootstrap interval of that difference exceeds
+  the growth tolerance in requests: by Little's law, ΔN requests more waiting at λ req/s are ΔN/λ seconds
+  more in the system, so the tolerance is λ times the TTFT growth tolerance, and at least BACKLOG_MIN.
 
 Fewer than ``MIN_HALF`` successful requests in a half: growth is not judged (the level says so).
 """
 
 from __future__ import annotations
 
-import bisect
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from loadtest.backlog import QUEUED, Backlog, backlog_tolerance, in_flight_backlog, queued_backlog
 from loadtest.records import RequestRecord
+from loadtest.server_metrics import GaugeSample
 from loadtest.slo import SLO
 
 SETTLE = 0.1  # of the send window, left out of the growth comparison
@@ -37,8 +36,6 @@ MIN_HALF = 8  # successful requests per half for a growth interval
 CONFIDENCE = 0.90
 RESAMPLES = 999
 GROWTH_FRACTION = 0.1  # of the TTFT limit
-BACKLOG_FRACTION = 0.1  # of the mean in flight (= of the time in the system) when no SLO limits TTFT
-BACKLOG_MIN = 2.0  # requests: counting noise at low rates (a 120-s CPU soak at 7.7 req/s read +1.3 at its low end)
 
 
 @dataclass(frozen=True)
@@ -62,10 +59,11 @@ class Steadiness:
     tail_met: bool
     ttft_growth: Interval | None  # p95 TTFT, last half − first half
     growth_tolerance_ms: float | None
-    backlog_second_quarter: float | None  # mean requests in flight
+    backlog_second_quarter: float | None  # mean requests queued (or in flight: backlog_basis)
     backlog_last_quarter: float | None
-    backlog_growth: Interval | None  # mean in flight, last quarter − second quarter
+    backlog_growth: Interval | None  # last quarter − second quarter
     reasons: tuple[str, ...]
+    backlog_basis: str | None = None  # loadtest.backlog.QUEUED (vLLM's gauges) or IN_FLIGHT (the client alone)
 
     @property
     def holds(self) -> bool:
@@ -81,6 +79,9 @@ class Steadiness:
             parts.append(f"p95 TTFT change {g.estimate:+.0f} ms [{g.low:+.0f}, {g.high:+.0f}]")
         else:
             parts.append("growth not judged (too few requests)")
+        q2, q4 = self.backlog_second_quarter, self.backlog_last_quarter
+        if self.backlog_basis == QUEUED and q2 is not None and q4 is not None:
+            parts.append(f"queued in vLLM {q2:.1f} → {q4:.1f}")
         return "steady: " + ", ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
@@ -94,6 +95,7 @@ class Steadiness:
             "backlog_second_quarter": self.backlog_second_quarter,
             "backlog_last_quarter": self.backlog_last_quarter,
             "backlog_growth": self.backlog_growth.to_dict() if self.backlog_growth else None,
+            "backlog_basis": self.backlog_basis,
         }
 
 
@@ -123,47 +125,6 @@ def _ttft_ms(rec: RequestRecord) -> float | None:
     return (rec.chunks[0].t - rec.scheduled_at) * 1000.0 if rec.ok and rec.chunks else None
 
 
-def _in_flight(recs: Sequence[RequestRecord], t0: float, t1: float) -> list[int]:
-    """Requests in flight (scheduled, not yet ended) at each arrival within [t0, t1)."""
-    starts = sorted(r.scheduled_at for r in recs)
-    ends = sorted(r.done_at if r.done_at is not None else math.inf for r in recs)
-    return [bisect.bisect_right(starts, t) - bisect.bisect_right(ends, t) for t in starts if t0 <= t < t1]
-
-
-def _block_means(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """RESAMPLES moving-block bootstrap means of ``x``: consecutive counts overlap the same requests, so
-    blocks last about one request lifetime (Little: the mean count is the arrivals per lifetime)."""
-    block = int(min(max(1, round(float(x.mean()))), max(1, x.size // 4)))
-    starts = rng.integers(0, x.size - block + 1, size=(RESAMPLES, -(-x.size // block)))
-    idx = (starts[:, :, None] + np.arange(block)).reshape(RESAMPLES, -1)[:, : x.size]
-    return np.asarray(x[idx].mean(axis=1))
-
-
-def backlog_growth(
-    recs: Sequence[RequestRecord], t0: float, span: float, seed: int = 0
-) -> tuple[float | None, float | None, Interval | None]:
-    """(mean in flight over the second quarter, over the last quarter, a bootstrap interval of their
-    difference); the interval is None when a quarter has fewer than MIN_HALF arrivals."""
-    second = np.asarray(_in_flight(recs, t0 + span / 4, t0 + span / 2), dtype=float)
-    last = np.asarray(_in_flight(recs, t0 + 3 * span / 4, t0 + span + 1e-9), dtype=float)
-    q2 = float(second.mean()) if second.size else None
-    q4 = float(last.mean()) if last.size else None
-    if second.size < MIN_HALF or last.size < MIN_HALF:
-        return q2, q4, None
-    rng = np.random.default_rng(seed)
-    diff = _block_means(last, rng) - _block_means(second, rng)
-    lo, hi = np.percentile(diff, [50 * (1 - CONFIDENCE), 100 - 50 * (1 - CONFIDENCE)])
-    return q2, q4, Interval(float(last.mean() - second.mean()), float(lo), float(hi))
-
-
-def backlog_tolerance(slos: Sequence[SLO], rate: float, in_flight: float) -> float:
-    """Requests more in flight that the level may end with: the TTFT growth tolerance as time in the system
-    at ``rate`` (Little's law), or a tenth of ``in_flight`` without a TTFT SLO; at least BACKLOG_MIN."""
-    limits = [s.limit_ms for s in slos if s.metric == "ttft"]
-    extra = rate * GROWTH_FRACTION * min(limits) / 1000.0 if limits else BACKLOG_FRACTION * in_flight
-    return max(BACKLOG_MIN, extra)
-
-
 def growth_tolerance(slos: Sequence[SLO], first_half_p95: float) -> float:
     limits = [s.limit_ms for s in slos if s.metric == "ttft"]
     return GROWTH_FRACTION * min(limits) if limits else max(50.0, 0.5 * first_half_p95)
@@ -174,6 +135,7 @@ def judge(
     slos: Sequence[SLO],
     tail_values: dict[str, float | None],
     seed: int = 0,
+    gauges: Sequence[GaugeSample] = (),
 ) -> Steadiness | None:
     """Judge the measured (non-warmup) ``records`` of one level; ``tail_values`` are the SLO values over
     the last half (computed by the caller, the one metrics function). None when nothing was measured."""
@@ -199,15 +161,41 @@ def judge(
                 f"p95 TTFT grew {growth.estimate:+.0f} ms from the first half to the last "
                 f"({CONFIDENCE:.0%} interval [{growth.low:+.0f}, {growth.high:+.0f}], tolerance {tolerance:.0f})"
             )
-    second_q, last_q, backlog = backlog_growth(recs, t0, span, seed)
-    if backlog is not None and second_q is not None:
-        allowed = backlog_tolerance(slos, len(recs) / span, second_q)
-        if backlog.low > allowed:
-            reasons.append(
-                f"requests in flight grew from {second_q:.1f} to {last_q:.1f} ({CONFIDENCE:.0%} interval of the "
-                f"growth [{backlog.low:+.1f}, {backlog.high:+.1f}], tolerance {allowed:.1f}): a queue building up"
-            )
-    return Steadiness(dict(tail_values), tail_met, growth, tolerance, second_q, last_q, backlog, tuple(reasons))
+    backlog = queued_backlog(recs, gauges, t0, span, seed) or in_flight_backlog(recs, t0, span, seed)
+    reason = _backlog_reason(backlog, slos, recs, span)
+    if reason:
+        reasons.append(reason)
+    g = backlog.growth
+    return Steadiness(
+        dict(tail_values),
+        tail_met,
+        growth,
+        tolerance,
+        backlog.second_quarter,
+        backlog.last_quarter,
+        Interval(g.estimate, g.low, g.high) if g else None,
+        tuple(reasons),
+        backlog.basis,
+    )
+
+
+def _backlog_reason(backlog: Backlog, slos: Sequence[SLO], recs: Sequence[RequestRecord], span: float) -> str | None:
+    g, q2, q4 = backlog.growth, backlog.second_quarter, backlog.last_quarter
+    if g is None or q2 is None or q4 is None:
+        return None
+    rate = len(recs) / span
+    lifetimes = [r.done_at - r.sent_at for r in recs if r.done_at is not None]
+    in_flight = rate * (sum(lifetimes) / len(lifetimes)) if lifetimes else q2
+    allowed = backlog_tolerance(slos, rate, in_flight)
+    if g.low <= allowed:
+        return None
+    queued = backlog.basis == QUEUED
+    what = "queued (sent, not running in vLLM)" if queued else "in flight"
+    unread = "" if queued else " (vLLM's running count not read)"
+    return (
+        f"requests {what} grew from {q2:.1f} to {q4:.1f} ({CONFIDENCE:.0%} interval of the growth "
+        f"[{g.low:+.1f}, {g.high:+.1f}], tolerance {allowed:.1f}): a queue building up{unread}"
+    )
 
 
 def _fmt(v: float | None) -> str:

@@ -145,3 +145,34 @@ def test_scraper_keeps_the_peak_of_each_gauge_over_its_scrapes() -> None:
 
     asyncio.run(four())
     assert scraper.peaks["requests_running"] == 3.0 and scraper.peaks["kv_cache_usage"] == 0.5
+
+
+def test_scraper_keeps_each_polls_running_and_waiting_at_the_runs_clock() -> None:
+    import asyncio
+
+    from loadtest.server_metrics import GaugeSample, Scraper
+    from loadtest.testing import FakeResponse, FakeTransport, ScriptedClock
+
+    clock = ScriptedClock()
+    texts = iter(
+        [
+            f'vllm:num_requests_running{{engine="0"}} {r}\nvllm:num_requests_waiting{{engine="0"}} {w}\n'
+            for r, w in ((2, 0), (7, 3))
+        ]
+        + ["vllm:num_requests_running 1\n"]  # no waiting gauge: not a sample
+    )
+
+    def handler(req):  # type: ignore[no-untyped-def]
+        return FakeResponse(200, [(0.0, line.encode()) for line in next(texts).splitlines()], clock)
+
+    scraper = Scraper(FakeTransport(handler, clock), "http://fake:1/metrics", clock=clock)
+
+    async def polls() -> None:
+        for _ in range(3):
+            await scraper.scrape()
+            await clock.sleep_until(clock.now() + 0.2)
+
+    asyncio.run(polls())
+    assert [(s.running, s.waiting) for s in scraper.samples] == [(2.0, 0.0), (7.0, 3.0)]
+    assert isinstance(scraper.samples[0], GaugeSample)
+    assert scraper.samples[1].t - scraper.samples[0].t == pytest.approx(0.2)

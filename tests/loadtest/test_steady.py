@@ -12,6 +12,7 @@ from loadtest.level_end import LevelEnd
 from loadtest.metrics import compute_metrics
 from loadtest.records import Chunk, RequestRecord
 from loadtest.runner import LoadSpec, run_load
+from loadtest.server_metrics import GaugeSample
 from loadtest.slo import SLO
 from loadtest.steady import percentile_interval
 from loadtest.testing import FakeResponse, FakeTransport
@@ -105,6 +106,54 @@ def test_a_steady_batch_is_rarely_called_growing() -> None:
         assert steady.backlog_growth.low <= steady.backlog_growth.estimate <= steady.backlog_growth.high
         flagged += not steady.holds
     assert flagged <= 2  # each judgement's one-sided false alarm is at most 5 %
+
+
+def polled(recs: list[RequestRecord], max_running: int, every_s: float = 0.2) -> tuple[GaugeSample, ...]:
+    """vLLM's gauges over ``recs`` as a scheduler of ``max_running`` sequences shows them: every request sent
+    and not finished runs while there is room, the rest wait."""
+    end = max(r.done_at or r.sent_at for r in recs)
+    out, t = [], 0.0
+    while t <= end:
+        n = sum(1 for r in recs if r.sent_at <= t < (r.done_at or float("inf")))
+        out.append(GaugeSample(t, float(min(n, max_running)), float(max(0, n - max_running))))
+        t += every_s
+    return tuple(out)
+
+
+def test_a_batch_that_grows_without_a_queue_in_vllm_is_steady() -> None:
+    # the growing batch above, with vLLM's gauges: every request runs at once (room for 256), none waits;
+    # the client alone calls it a queue, the server's view does not
+    growing = batch(30.0, 120.0, 1.0, seed=5)
+    steady = compute_metrics(growing, slos=TTFT_2S, gauges=polled(growing, max_running=256)).steady
+    assert steady is not None and steady.holds, steady.reasons
+    assert steady.backlog_basis == "queued" and steady.backlog_last_quarter is not None
+    assert steady.backlog_last_quarter < 0.5 and "queued in vLLM" in steady.summary()
+
+
+def test_a_batch_that_hits_max_num_seqs_queues_in_vllm_and_is_not_steady() -> None:
+    # the same load on a server of 50 sequences: from ~50 in flight the rest wait in its scheduler
+    growing = batch(30.0, 120.0, 1.0, seed=5)
+    steady = compute_metrics(growing, slos=TTFT_2S, gauges=polled(growing, max_running=50)).steady
+    assert steady is not None and not steady.holds
+    assert any("requests queued (sent, not running in vLLM) grew" in r for r in steady.reasons), steady.reasons
+
+
+def test_without_enough_polls_the_client_in_flight_count_is_judged_and_said() -> None:
+    growing = batch(30.0, 120.0, 1.0, seed=5)
+    few = polled(growing, max_running=256, every_s=10.0)  # 13 polls: too few for two quarters
+    steady = compute_metrics(growing, slos=TTFT_2S, gauges=few).steady
+    assert steady is not None and steady.backlog_basis == "in flight"
+    assert any("running count not read" in r for r in steady.reasons), steady.reasons
+
+
+def test_a_steady_batch_with_gauges_is_rarely_called_growing() -> None:
+    flagged = 0
+    for seed in range(10):
+        recs = batch(30.0, 60.0, 0.0, seed=seed)
+        steady = compute_metrics(recs, slos=TTFT_2S, gauges=polled(recs, max_running=50)).steady
+        assert steady is not None and steady.backlog_basis == "queued"
+        flagged += not steady.holds
+    assert flagged <= 1
 
 
 def test_the_last_half_must_meet_the_slo_too() -> None:
