@@ -12,10 +12,12 @@ over tokens, not requests).
 
 from __future__ import annotations
 
+import asyncio
 import math
 
+from loadtest.client import Prepared
 from loadtest.metrics import _meets, timings
-from loadtest.records import RequestRecord
+from loadtest.records import ABANDONED, RequestRecord
 from loadtest.report import percentile_position
 from loadtest.slo import SLO
 
@@ -46,3 +48,19 @@ class MissCounter:
                 if self.misses[slo.key] > self.allowed[slo.key] and self.lost_slo is None:
                     self.lost_slo = slo.key
         return self.lost_slo is not None
+
+
+def level_records(
+    sent: list[tuple[Prepared, float]], results: list[RequestRecord | BaseException], lost_slo: str | None
+) -> list[RequestRecord]:
+    """A level's records in send order; a request cancelled because the level was lost is recorded as such."""
+    out: list[RequestRecord] = []
+    for (req, t), res in zip(sent, results, strict=True):
+        if isinstance(res, RequestRecord):
+            out.append(res)
+        elif isinstance(res, asyncio.CancelledError):
+            detail = f"level abandoned: {lost_slo} already lost"
+            out.append(RequestRecord(index=req.index, scheduled_at=t, sent_at=t, failure=ABANDONED, detail=detail))
+        else:
+            raise res
+    return out

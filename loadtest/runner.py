@@ -16,17 +16,21 @@ import math
 import resource
 
 from loadtest import arrivals
-from loadtest.abandon import MissCounter
+from loadtest.abandon import MissCounter, level_records
 from loadtest.client import Prepared, build_body, send
 from loadtest.errors import LoadtestInputError, ServerUnreachable
 from loadtest.level_end import LevelEnd
 from loadtest.metrics import compute_metrics
+from loadtest.prebuild import Prebuilt
 from loadtest.prompts import PromptFactory, load_tokenizer
-from loadtest.records import ABANDONED, RequestRecord
+from loadtest.records import RequestRecord
 from loadtest.report import LoadReport
 from loadtest.server_metrics import Scraper, summarize
 from loadtest.spec import ENDPOINTS, LoadSpec, base_url, check_server, validate
 from loadtest.transport import AiohttpTransport, Clock, MonotonicClock, Transport
+
+PREBUILD_BEFORE_S = 30.0  # of a level's arrivals built before its clock starts (its minimum, up to this)
+PREBUILD_AHEAD_S = 2.0  # of arrivals the build thread keeps ready past the latest send
 
 __all__ = ["ENDPOINTS", "LoadSpec", "base_url", "check_server", "run_load", "run_load_async", "validate"]
 
@@ -138,7 +142,6 @@ class _Run:
     async def open(self, rate: float, first: int) -> list[RequestRecord]:
         s = self.spec
         offsets = self._offsets(rate)
-        start = self.clock.now() + 0.005
         tasks: list[asyncio.Task[RequestRecord]] = []
         sent: list[tuple[Prepared, float]] = []
         planned = s.requests if s.requests is not None else len(offsets)
@@ -153,38 +156,25 @@ class _Run:
             if counter is not None and counter.add(task.result()):
                 lost.set()
 
-        for k, off in enumerate(offsets):
-            if lost.is_set() or stop.reached(k, off):
-                break
-            req = self.prepare(first + k)  # before the wait: building a prompt is not counted as lateness
-            t = start + off
-            await self.clock.sleep_until(t)
-            task = asyncio.create_task(send(self.transport, self.clock, self.url, req, t, s.timeout_s))
-            task.add_done_callback(judge)
-            tasks.append(task)
-            sent.append((req, t))
+        ahead = max(16, math.ceil(rate * PREBUILD_AHEAD_S))
+        before = min(planned, max(ahead, math.ceil(rate * PREBUILD_BEFORE_S)))
+        with Prebuilt(lambda k: self.prepare(first + k), len(offsets), before, ahead) as requests:
+            start = self.clock.now() + 0.005  # after the prebuild: building is not the server's time
+            for k, off in enumerate(offsets):
+                if lost.is_set() or stop.reached(k, off):
+                    break
+                req = await requests.get(k)
+                t = start + off
+                await self.clock.sleep_until(t)
+                task = asyncio.create_task(send(self.transport, self.clock, self.url, req, t, s.timeout_s))
+                task.add_done_callback(judge)
+                tasks.append(task)
+                sent.append((req, t))
         if lost.is_set():
             for task in tasks:
                 task.cancel()
         results = await asyncio.gather(*tasks, return_exceptions=True)
-        out: list[RequestRecord] = []
-        for (req, t), res in zip(sent, results, strict=True):
-            if isinstance(res, RequestRecord):
-                out.append(res)
-            elif isinstance(res, asyncio.CancelledError):
-                lost_slo = counter.lost_slo if counter else None
-                out.append(
-                    RequestRecord(
-                        index=req.index,
-                        scheduled_at=t,
-                        sent_at=t,
-                        failure=ABANDONED,
-                        detail=f"level abandoned: {lost_slo} already lost",
-                    )
-                )
-            else:
-                raise res
-        return out
+        return level_records(sent, results, counter.lost_slo if counter else None)
 
     async def execute(self) -> LoadReport:
         s = self.spec
