@@ -84,14 +84,14 @@ class Queue:
 
     @classmethod
     def of(cls, ranked: Sequence[Prediction], launched: set[ServeConfig]) -> Queue:
-        from perfmodel.family import family_of
-
+        """``launched``: the study's configurations so far; a kind of family one of them measured already (a
+        --resume after its launch) gets no second launch (on the H200 a resume launched a second ngram trial)."""
         left = [p for p in ranked if p.config not in launched]
+        measured = {_kind(c) for c in launched}
         unseen: dict[tuple[str, str, int], Prediction] = {}
         for p in left:  # one per weights, speculative method (any number of tokens) and TP
-            if p.capacity_req_s is None:
-                f = family_of(p.config)
-                unseen.setdefault((f.model, f.speculative.split(":")[0], f.tensor_parallel), p)
+            if p.capacity_req_s is None and _kind(p.config) not in measured:
+                unseen.setdefault(_kind(p.config), p)
         return cls(tuple(p for p in left if p.capacity_req_s is not None), tuple(unseen.values()))
 
     def next(self, launched_predicted: int, stop: str | None) -> Prediction | None:
@@ -106,6 +106,14 @@ class Queue:
         return Queue(
             tuple(p for p in self.predicted if p.config != config), tuple(p for p in self.unseen if p.config != config)
         )
+
+
+def _kind(config: ServeConfig) -> tuple[str, str, int]:
+    """The kind of engine family the queue launches once: weights, speculative method (any number of tokens), TP."""
+    from perfmodel.family import family_of
+
+    f = family_of(config)
+    return (f.model, f.speculative.split(":")[0], f.tensor_parallel)
 
 
 def _knobs(p: Prediction) -> str:

@@ -157,6 +157,28 @@ def test_queue_order_one_per_unseen_family():
     assert q.without(q.unseen[0].config).next(1, None) == q.predicted[0]
 
 
+def test_queue_skips_an_unseen_family_the_study_already_measured():
+    ngram = [ServeConfig(model="/m", speculative_method="ngram", num_speculative_tokens=k) for k in (4, 5)]
+    unseen = [Prediction(c, None, None, None, unseen="engine family not calibrated") for c in ngram]
+    q = Queue.of([pred(3.0), *unseen[:1]], launched={BASE, ngram[1]})  # ngram:5 measured before a --resume
+    assert q.unseen == () and q.next(1, None) == q.predicted[0]
+
+
+def test_a_resumed_search_launches_each_unseen_family_once(tmp_path):
+    # on the H200 (results/h200-llama-3-8b-a30-predict) a --resume after the ngram trial launched another ngram one
+    fake = FakeModel(bias=lambda c: 0.5)  # never trusted to stop: every launch up to --trials
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=3, predict=True, predict_sample=60)
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+    run_predicted(study, settings, SCTX, fake.model(), fake_run_one, lambda st: None, lambda line: None)
+    assert [bool(r.config.speculative_method) for r in results_of(study)] == [False, False, True]
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=True, seed=0)
+    more = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=5, predict=True, predict_sample=60)
+    run_predicted(study, more, SCTX, fake.model(), fake_run_one, lambda st: None, lambda line: None)
+    results = sorted(results_of(study), key=lambda r: r.number)
+    assert len(results) == 5 and [r.number for r in results if r.config.speculative_method] == [2]
+
+
 def test_sample_space_draws_distinct_configs_that_the_params_reproduce():
     import optuna
 
