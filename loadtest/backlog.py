@@ -75,12 +75,17 @@ def _count(starts: list[float], ends: list[float], t: float) -> int:
     return bisect.bisect_right(starts, t) - bisect.bisect_right(ends, t)
 
 
+def block_resamples(n: int, block: int, rng: np.random.Generator) -> np.ndarray:
+    """RESAMPLES × ``n`` indices of a moving-block bootstrap: runs of ``block`` consecutive items (at most a
+    quarter of them), so that a resample keeps the dependence between neighbours (requests that shared the
+    server at the same time)."""
+    block = int(min(max(1, block), max(1, n // 4)))
+    starts = rng.integers(0, n - block + 1, size=(RESAMPLES, -(-n // block)))
+    return np.asarray((starts[:, :, None] + np.arange(block)).reshape(RESAMPLES, -1)[:, :n])
+
+
 def _block_means(x: np.ndarray, block: int, rng: np.random.Generator) -> np.ndarray:
-    """RESAMPLES moving-block bootstrap means of ``x`` (blocks of ``block`` consecutive counts)."""
-    block = int(min(max(1, block), max(1, x.size // 4)))
-    starts = rng.integers(0, x.size - block + 1, size=(RESAMPLES, -(-x.size // block)))
-    idx = (starts[:, :, None] + np.arange(block)).reshape(RESAMPLES, -1)[:, : x.size]
-    return np.asarray(x[idx].mean(axis=1))
+    return np.asarray(x[block_resamples(x.size, block, rng)].mean(axis=1))
 
 
 def _compare(second: np.ndarray, last: np.ndarray, block: int, basis: str, seed: int) -> Backlog:
