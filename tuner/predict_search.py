@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tuner.errors import UsageError
 from tuner.predict_report import measured_rate, prediction_attr, with_prediction
 from tuner.trial.scheduler import Scheduler
 from tuner.trial_result import PREDICTED, TrialResult, TrialState
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     import optuna
 
     from launch.config import ServeConfig
-    from loadtest.slo import SLO
     from perfmodel.rank import Calibration, Prediction
     from tuner.predict_model import Model
     from tuner.settings import TuneSettings
@@ -40,23 +38,6 @@ CALIBRATION_ATTR = "perfmodel_calibration"  # the study's latest calibration (Ca
 # the launches, up to --trials (the validation's worst errors were 19-32 % on the H200: docs/perfmodel.md)
 TRUSTED_ERROR = 0.25
 RERANK = 24  # after a refit, the best this many left are predicted again (0.5-1 s each on 2 cores)
-
-
-def check_settings(settings: TuneSettings, slos: Sequence[SLO]) -> None:
-    """Before any work: --predict launches one trial at a time and predicts TTFT, TPOT and E2E SLOs only."""
-    if not settings.predict:
-        return
-    if len(settings.device_list()) > 1 or settings.overlap_startup:
-        raise UsageError(
-            "--predict launches one trial at a time (each refits the model for the next): leave out "
-            "--devices with several GPUs and --overlap-startup, or --predict"
-        )
-    itl = [str(s) for s in slos if s.metric not in ("ttft", "tpot", "e2e")]
-    if itl:
-        raise UsageError(
-            f"--predict: the performance model does not predict {', '.join(itl)}; state it as a tpot SLO, or "
-            "leave --predict out to measure it"
-        )
 
 
 def converged(best_measured: float | None, left: Sequence[Prediction], error: float | None) -> str | None:
