@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loadtest.textfile import read_yaml
+from profiles import builtin_names, profile_path
 from tuner.errors import ProfileError
 from tuner.units import GIB
 
@@ -56,7 +58,6 @@ class GPUProfile:
                     f"({', '.join(builtin_gpus())}) or an existing YAML file"
                 )
             return cls.from_yaml(p)
-        from profiles import profile_path
 
         found = profile_path("gpus", name_or_path.lower())
         if found is None:
@@ -69,8 +70,6 @@ class GPUProfile:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> GPUProfile:
-        from loadtest.textfile import read_yaml
-
         path = Path(path)
         data, _ = read_yaml(path, ProfileError)
         if not isinstance(data, dict):
@@ -143,8 +142,6 @@ def _price(value: Any, origin: str) -> float | None:
 
 
 def builtin_gpus() -> list[str]:
-    from profiles import builtin_names
-
     return builtin_names("gpus")
 
 

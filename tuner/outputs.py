@@ -21,6 +21,7 @@ from tuner.confirm import Confirmation
 from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.headline import Headline, headline
 from tuner.layout import layout_columns
+from tuner.predict_report import median_error, predictions
 from tuner.spec_rule import apply_rule
 from tuner.summary import Summary, certified_summary, summarize
 from tuner.trial_result import TrialResult
@@ -117,8 +118,6 @@ def best_document(
 
 def with_predictions(document: dict[str, Any], results: list[TrialResult]) -> dict[str, Any]:
     """best.json with perfmodel's prediction against the measurement of each trial it launched (--predict)."""
-    from tuner.predict_report import median_error, predictions
-
     rows = predictions(results)
     if not rows:
         return document

@@ -17,7 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from perfmodel.family import family_of
+from perfmodel.rank import Calibration, Check, Prediction
+from tuner.predict_model import Model, sample_space
 from tuner.predict_report import measured_rate, prediction_attr, with_prediction
+from tuner.study import finished, results_of, run_study
 from tuner.trial.scheduler import Scheduler
 from tuner.trial_result import PREDICTED, TrialResult, TrialState
 
@@ -25,8 +29,6 @@ if TYPE_CHECKING:
     import optuna
 
     from launch.config import ServeConfig
-    from perfmodel.rank import Calibration, Prediction
-    from tuner.predict_model import Model
     from tuner.settings import TuneSettings
     from tuner.space import SpaceContext
     from tuner.time_budget import TimeBudget
@@ -65,8 +67,6 @@ class Queue:
 
     @classmethod
     def of(cls, ranked: Sequence[Prediction], launched: set[ServeConfig]) -> Queue:
-        from perfmodel.family import family_of
-
         left = [p for p in ranked if p.config not in launched]
         unseen: dict[tuple[str, str, int], Prediction] = {}
         for p in left:  # one per weights, speculative method (any number of tokens) and TP
@@ -109,9 +109,6 @@ def _first_ranking(model: Model, cal: Calibration, configs: Sequence[ServeConfig
 
 def _refit(model: Model, cal: Calibration, measured: list[TrialResult], new: TrialResult) -> tuple[Calibration, str]:
     """After a launch of the calibrated family: its check (predicted before, measured after) and the refit."""
-    from perfmodel.family import family_of
-    from perfmodel.rank import Check
-
     pred = (new.extra.get(PREDICTED_ATTR) or {}).get("predicted_capacity_req_s")
     rate = measured_rate(new)
     if family_of(new.launched or new.config) != cal.family or new.state != TrialState.COMPLETE:
@@ -141,9 +138,6 @@ def guided_search(
 ) -> int:
     """Run the study's trials up to ``total`` as the model directs; ``run_until(n)`` runs trials until the
     study holds ``n`` finished ones (the baseline is enqueued first). Returns how many ran here."""
-    from perfmodel.rank import Calibration
-    from tuner.study import finished, results_of
-
     ran = run_until(1) if not _baseline(results_of(study)) else 0
     base = _baseline(results_of(study))
     if base is None or measured_rate(base) is None:
@@ -203,9 +197,6 @@ def run_predicted(
 ) -> int:
     """``tune --predict``'s search: ``guided_search`` over a sample of the space, one trial at a time on the
     first device (of the run's ``scheduler``), each launched trial's TrialResult carrying its prediction."""
-    from tuner.predict_model import sample_space
-    from tuner.study import run_study
-
     one_device = (scheduler or Scheduler()).on([settings.device_list()[0]])
 
     def run_until(n: int) -> int:
