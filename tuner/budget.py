@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from launch.config import ServeConfig, speculation_on
-from tuner.calibration import CalibrationPoint, gpu_weight_bytes
+from tuner.calibration import gpu_weight_bytes
+from tuner.calibration_points import CalibrationPoint
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.kv_memory import KVMemory, kv_memory

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from launch.config import ServeConfig
-from tuner.calibration import CUDA_CONTEXT_BYTES, CalibrationPoint, Settings, overheads
+from tuner.calibration import CUDA_CONTEXT_BYTES, Settings, overheads
+from tuner.calibration_points import CalibrationPoint
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
 from tuner.units import GIB
