@@ -138,18 +138,7 @@ def quantize(
     found = cache.lookup(out_dir, None if damage else cache_dir, key)
     cached = found is not None
     if found is None:
-        job = {
-            "model_dir": str(model_dir.resolve()),
-            "recipe": recipe.to_job(),
-            "calib_texts": calib_texts,
-            "held_out_texts": held_texts,
-            "samples": samples,
-            "max_seq_len": recipe.max_seq_len,
-            "held_out": recipe.held_out,
-            "seed": recipe.seed,
-            "damage": damage,
-            "backend": backend,
-        }
+        job = _worker_job(model_dir, recipe, calib_texts, held_texts, samples, damage, backend)
         manifest = {
             "key": key,
             "model_dir": str(model_dir.resolve()),
@@ -162,6 +151,30 @@ def quantize(
         if cache_dir is not None and damage is None:
             cache.store(out_dir, cache_dir, key)
     return _judged(found["measured"], thresholds or GateThresholds(), out_dir, cached, key, group, gate)
+
+
+def _worker_job(
+    model_dir: Path,
+    recipe: QuantizeRecipe,
+    calib_texts: list[str] | None,
+    held_texts: list[str],
+    samples: int,
+    damage: str | None,
+    backend: str,
+) -> dict[str, Any]:
+    """What the worker is told (tuner.quantize.worker); the staging folder is added when it starts."""
+    return {
+        "model_dir": str(model_dir.resolve()),
+        "recipe": recipe.to_job(),
+        "calib_texts": calib_texts,
+        "held_out_texts": held_texts,
+        "samples": samples,
+        "max_seq_len": recipe.max_seq_len,
+        "held_out": recipe.held_out,
+        "seed": recipe.seed,
+        "damage": damage,
+        "backend": backend,
+    }
 
 
 def _check_request(
