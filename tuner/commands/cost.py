@@ -10,7 +10,7 @@ from tuner.errors import UsageError
 from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.export.study import read_study
 from tuner.rules import flag_type
-from tuner.settings import FIELDS
+from tuner.setting_fields import FIELDS
 
 
 def configure(p: argparse.ArgumentParser) -> None:

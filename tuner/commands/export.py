@@ -10,7 +10,7 @@ from pathlib import Path
 from loadtest.writable import check_output_file
 from tuner.export.formats import RENDERERS, export_study
 from tuner.rules import flag_type
-from tuner.settings import FIELDS
+from tuner.setting_fields import FIELDS
 
 
 def configure(p: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.inputs import check_model_dir
 from tuner.project import read_project_file, render_project_file
-from tuner.settings import check_setting
+from tuner.setting_fields import check_setting
 
 
 def configure(p: argparse.ArgumentParser) -> None:

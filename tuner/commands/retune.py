@@ -15,7 +15,8 @@ from tuner.errors import UsageError
 from tuner.out_dir import claimed
 from tuner.project import find_project_file, read_project_file
 from tuner.rules import flag_type
-from tuner.settings import FIELDS, resolve
+from tuner.setting_fields import FIELDS
+from tuner.settings import resolve
 
 
 def configure(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,8 @@ from tuner.inputs import load_inputs
 from tuner.out_dir import claimed
 from tuner.project import find_project_file, read_project_file
 from tuner.quantize.step import maybe_quantize
-from tuner.settings import FIELDS, TuneSettings, resolve
+from tuner.setting_fields import FIELDS
+from tuner.settings import TuneSettings, resolve
 
 if TYPE_CHECKING:
     from tuner.confirm import Confirmation
