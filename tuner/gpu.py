@@ -119,7 +119,7 @@ class GPUProfile:
             raise ProfileError(f"{origin}: a field has the wrong type ({exc}); numbers must be numbers") from exc
 
 
-def _positive_number(value: Any) -> bool:
+def _positive_number(value: object) -> bool:
     """A number, or its text (YAML 1.1 reads 4.8e12 as text), greater than 0 and finite."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return False
@@ -129,7 +129,7 @@ def _positive_number(value: Any) -> bool:
         return False
 
 
-def _price(value: Any, origin: str) -> float | None:
+def _price(value: object, origin: str) -> float | None:
     """The optional hourly price: a number >= 0 (US dollars per GPU-hour) or absent/null."""
     if value is None:
         return None

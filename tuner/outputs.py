@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -124,12 +124,35 @@ def with_predictions(document: dict[str, Any], results: list[TrialResult]) -> di
     return {**document, "predictions": rows, "prediction_median_abs_error": median_error(rows)}
 
 
+class ScriptWriter(Protocol):
+    """Writes launch.sh for the best trial (it needs the probed vLLM: tuner.study_outputs)."""
+
+    def __call__(self, path: Path, best: TrialResult, head: Headline, /) -> None: ...
+
+
+class ReportWriter(Protocol):
+    """Writes report.html (tuner.report_html.write_report, with the study's importances bound)."""
+
+    def __call__(
+        self,
+        path: Path,
+        results: list[TrialResult],
+        summary: Summary,
+        meta: dict[str, Any],
+        /,
+        *,
+        headline: Headline,
+        certifications: Mapping[int, Certification],
+        cost: Sequence[str],
+    ) -> None: ...
+
+
 def write_outputs(
     out: Path,
     results: list[TrialResult],
     meta: dict[str, Any],
-    write_script: Any,
-    write_report: Any,
+    write_script: ScriptWriter,
+    write_report: ReportWriter,
     timelines: Mapping[int, Mapping[str, Any]] | None = None,
     certifications: Mapping[int, Certification] | None = None,
     confirmation: Confirmation | None = None,

@@ -93,7 +93,9 @@ def _knobs(p: Prediction) -> str:
     return str(p.config.knobs())
 
 
-def _first_ranking(model: Model, cal: Calibration, configs: Sequence[ServeConfig], say: Callable[[str], None]) -> Any:
+def _first_ranking(
+    model: Model, cal: Calibration, configs: Sequence[ServeConfig], say: Callable[[str], None]
+) -> list[Prediction]:
     t0 = time.monotonic()
     ranked = model.rank(configs, cal)
     unseen = [p for p in ranked if p.capacity_req_s is None]

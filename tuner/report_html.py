@@ -22,7 +22,7 @@ CSS = (
 )
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: object) -> str:
     if v is None:
         return "—"
     if isinstance(v, float):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ def retune(
     tolerance: float = 0.1,
     vllm_python: str | None = None,
     soak_seconds: float | None = None,
-    progress: Any = print,
+    progress: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run the nightly check; returns the JSON document (``regression`` decides the exit code)."""
     check_tolerance(tolerance)
@@ -116,7 +117,7 @@ def _retune_changed(
     trials: int | None,
     floor: float,
     tolerance: float,
-    progress: Any,
+    progress: Callable[[str], None],
 ) -> dict[str, Any]:
     new_dir = study / f"retune-{_stamp()}"
     new_settings = replace(settings, out=str(new_dir), resume=False, trials=trials or settings.trials)
