@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.budget_vllm_cpu import start_and_read  # noqa: E402
 from launch.config import ServeConfig  # noqa: E402
 from tuner.budget import estimate_budget  # noqa: E402
-from tuner.calibration import load_points  # noqa: E402
+from tuner.calibration_points import load_points  # noqa: E402
 from tuner.gpu import GPUProfile  # noqa: E402
 from tuner.model_spec import ModelSpec  # noqa: E402
 from tuner.units import GIB  # noqa: E402

@@ -1,4 +1,4 @@
-"""Write measured vLLM runs into ``profiles/calibration/*.yaml`` (the format ``tuner.calibration`` reads)."""
+"""Write measured vLLM runs into ``profiles/calibration/*.yaml`` (the format ``tuner.calibration_points`` reads)."""
 
 from __future__ import annotations
 

@@ -14,20 +14,15 @@ budget says which basis it used.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
-from tuner.errors import ProfileError
+from tuner.calibration_points import CalibrationPoint, load_points
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
 from tuner.units import GIB
 from tuner.vllm_defaults import default_batch_limits
 from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner
-
-ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
 
 # The model's coefficients, measured on the lent H200 with vLLM 0.26.0 (profiles/calibration/
 # h200-vllm-0.26.yaml, six runs: Llama-3-8B x2, Qwen2.5-7B x2, Qwen1.5-MoE-A2.7B, tiny Llama):
@@ -81,20 +76,6 @@ class Overheads:
     cudagraph_estimate_bytes: int  # vLLM's profiled estimate of it (subtracted from KV where vLLM does)
     margin_bytes: int  # what the prediction may be off by; feasibility keeps this much spare
     basis: str
-
-
-@dataclass(frozen=True)
-class CalibrationPoint:
-    vllm_version: str
-    device: str
-    shape: dict[str, Any]  # config.json keys (enough for ModelSpec.from_config)
-    settings: dict[str, Any]
-    reported: dict[str, float]  # weights_gib, activation_gib, non_torch_gib, cudagraph_gib, kv_tokens, …
-    source: str = ""
-    origin: str = field(default="", compare=False)
-
-    def spec(self) -> ModelSpec:
-        return ModelSpec.from_config(self.shape, source=f"{self.origin} ({self.source})")
 
 
 def structural_activation_bytes(spec: ModelSpec, s: Settings) -> int:
@@ -220,59 +201,3 @@ def gpu_weight_bytes(spec: ModelSpec, kv_dtype: str) -> int:
     if spec.quant is not None and spec.quant.bits == 4:
         extra += int(W4_GPU_OVERHEAD * spec.quantized_weight_bytes)
     return spec.weight_bytes + extra
-
-
-def load_points(root: Path = ROOT) -> list[CalibrationPoint]:
-    """Every calibration point under ``profiles/calibration``; a malformed file is a ProfileError.
-    Parsed once per set of file versions (every budget estimate reads them)."""
-    files = tuple((path, path.stat().st_mtime_ns) for path in sorted(root.glob("*.yaml")))
-    return list(_parse_points(files))
-
-
-@functools.lru_cache(maxsize=4)
-def _parse_points(files: tuple[tuple[Path, int], ...]) -> tuple[CalibrationPoint, ...]:
-    import yaml
-
-    points: list[CalibrationPoint] = []
-    for path, _mtime in files:
-        data = yaml.safe_load(path.read_text()) or {}
-        for i, raw in enumerate(data.get("points") or []):
-            where = f"{path}: points[{i}]"
-            for key in ("vllm_version", "device", "shape", "settings", "reported"):
-                if key not in raw and key not in data:
-                    raise ProfileError(f"{where}: field '{key}' is missing; see docs/budget.md for the format")
-            points.append(
-                CalibrationPoint(
-                    vllm_version=str(raw.get("vllm_version", data.get("vllm_version"))),
-                    device=str(raw.get("device", data.get("device"))),
-                    shape=dict(raw["shape"]),
-                    settings=dict(raw["settings"]),
-                    reported=dict(raw["reported"]),
-                    source=str(raw.get("source", "")),
-                    origin=where,
-                )
-            )
-    return tuple(points)
-
-
-_LOG_PATTERNS = {
-    "weights_gib": r"Actual usage is ([\d.]+) GiB for weight",
-    "activation_gib": r"([\d.]+) GiB for peak activation",
-    "non_torch_gib": r"([\d.]+) GiB for non-torch memory",
-    "cudagraph_gib": r"([\d.]+) GiB for CUDAGraph memory",
-    "cudagraph_estimate_gib": r"CUDA graph pool memory: [\d.]+ GiB \(actual\), ([\d.]+) GiB \(estimated\)",
-    "available_kv_gib": r"Available KV cache memory: ([\d.]+) GiB",
-    "kv_tokens": r"(?:GPU|CPU) KV cache size: ([\d,]+) tokens",
-    "requested_gib": r"Desired GPU memory utilization is \([\d.]+, ([\d.]+) GiB\)",
-    "total_gib": r"Free memory on device \([\d.]+/([\d.]+) GiB\)",
-}
-
-
-def parse_log(text: str) -> dict[str, float]:
-    """The budget figures a vLLM startup log states (what a calibration point's ``reported`` holds)."""
-    out: dict[str, float] = {}
-    for key, pattern in _LOG_PATTERNS.items():
-        m = re.search(pattern, text)
-        if m:
-            out[key] = float(m.group(1).replace(",", ""))
-    return out

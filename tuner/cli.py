@@ -15,7 +15,11 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from launch.errors import LaunchError, LaunchInputError
 from loadtest.crash import guarded, one_line
+from loadtest.errors import LoadtestError, LoadtestInputError
+from loadtest.slo import SLOError
+from tuner.errors import SlotuneError, UsageError
 
 SUBCOMMANDS = {
     "budget": "predict KV-cache memory and feasibility from config.json and a GPU profile",
@@ -57,20 +61,11 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
-    from launch.errors import LaunchInputError
-    from loadtest.errors import LoadtestInputError
-    from loadtest.slo import SLOError
-    from tuner.errors import UsageError
-
     return (UsageError, SLOError, LoadtestInputError, LaunchInputError)
 
 
 def _failures() -> tuple[type[BaseException], ...]:
     """Expected failures that are not bad input (a quality gate, a server that would not start): exit 1."""
-    from launch.errors import LaunchError
-    from loadtest.errors import LoadtestError
-    from tuner.errors import SlotuneError
-
     return (SlotuneError, LaunchError, LoadtestError)
 
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loadtest.textfile import read_yaml
+from profiles import builtin_names, profile_path
 from tuner.errors import ProfileError
 from tuner.units import GIB
 
@@ -56,7 +58,6 @@ class GPUProfile:
                     f"({', '.join(builtin_gpus())}) or an existing YAML file"
                 )
             return cls.from_yaml(p)
-        from profiles import profile_path
 
         found = profile_path("gpus", name_or_path.lower())
         if found is None:
@@ -69,8 +70,6 @@ class GPUProfile:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> GPUProfile:
-        from loadtest.textfile import read_yaml
-
         path = Path(path)
         data, _ = read_yaml(path, ProfileError)
         if not isinstance(data, dict):
@@ -120,7 +119,7 @@ class GPUProfile:
             raise ProfileError(f"{origin}: a field has the wrong type ({exc}); numbers must be numbers") from exc
 
 
-def _positive_number(value: Any) -> bool:
+def _positive_number(value: object) -> bool:
     """A number, or its text (YAML 1.1 reads 4.8e12 as text), greater than 0 and finite."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return False
@@ -130,7 +129,7 @@ def _positive_number(value: Any) -> bool:
         return False
 
 
-def _price(value: Any, origin: str) -> float | None:
+def _price(value: object, origin: str) -> float | None:
     """The optional hourly price: a number >= 0 (US dollars per GPU-hour) or absent/null."""
     if value is None:
         return None
@@ -143,8 +142,6 @@ def _price(value: Any, origin: str) -> float | None:
 
 
 def builtin_gpus() -> list[str]:
-    from profiles import builtin_names
-
     return builtin_names("gpus")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -18,7 +19,6 @@ from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.measure import MeasurePlan
 from tuner.model_spec import ModelSpec
-from tuner.predict_search import check_settings as check_predict
 from tuner.settings import TuneSettings
 
 CPU_KV_SPACE_DEFAULT_GIB = "2"
@@ -88,6 +88,23 @@ def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
     return plan
 
 
+def _check_predict(settings: TuneSettings, slos: Sequence[SLO]) -> None:
+    """Before any work: --predict launches one trial at a time and predicts TTFT, TPOT and E2E SLOs only."""
+    if not settings.predict:
+        return
+    if len(settings.device_list()) > 1 or settings.overlap_startup:
+        raise UsageError(
+            "--predict launches one trial at a time (each refits the model for the next): leave out "
+            "--devices with several GPUs and --overlap-startup, or --predict"
+        )
+    itl = [str(s) for s in slos if s.metric not in ("ttft", "tpot", "e2e")]
+    if itl:
+        raise UsageError(
+            f"--predict: the performance model does not predict {', '.join(itl)}; state it as a tpot SLO, or "
+            "leave --predict out to measure it"
+        )
+
+
 def load_inputs(settings: TuneSettings, vllm: VllmInfo | None = None) -> Inputs:
     """Check and load everything a run needs. ``vllm``: the launched vLLM's flags when known without probing
     its interpreter (re-writing the outputs of a study measured on another machine); default: probed."""
@@ -96,7 +113,7 @@ def load_inputs(settings: TuneSettings, vllm: VllmInfo | None = None) -> Inputs:
         if extra:
             check_model_dir(extra, flag)
     slos = parse_slos(settings.slo)
-    check_predict(settings, slos)
+    _check_predict(settings, slos)
     gpu = GPUProfile.load(settings.gpu)
     actual = GPUProfile.load(settings.emulate_on) if settings.emulate_on else None  # "auto": the local GPU
     notes = _placement_notes(settings, gpu, actual)

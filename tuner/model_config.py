@@ -8,7 +8,8 @@ from typing import Any
 
 from tuner.config_values import ConfigValues
 from tuner.errors import ModelSpecError
-from tuner.model_shape import DTYPE_BYTES, MLA, ModelShape, MoE, Quant
+from tuner.model_quant import parse_quant
+from tuner.model_shape import DTYPE_BYTES, MLA, ModelShape, MoE
 
 # model_type -> family rules. Families decide defaults the config may omit (tied embeddings, norms,
 # biases) and how sliding windows / MoE fields are spelled.
@@ -43,56 +44,12 @@ _NORMS_PER_LAYER = {"gemma2": 4, "gemma3": 4, "olmo2": 2}
 
 
 def parse(raw: Any, source: str) -> ModelShape:
-    cfg = ConfigValues(raw, source)
-    outer_type = cfg.get("model_type")
-    vision = 0
-    text = cfg.get("text_config")
-    if isinstance(text, dict):  # a multimodal wrapper: the language model is in text_config
-        text_cfg = ConfigValues(text, source, "text_config")
-        vision_cfg = cfg.part("vision_config")
-        vision = _vision_params(vision_cfg, text_cfg.whole("hidden_size", low=0, default=0)) if vision_cfg else 0
-        merged = {k: v for k, v in raw.items() if k not in ("text_config", "vision_config")}
-        merged.update(text)
-        if "model_type" not in text and outer_type:
-            merged["model_type"] = outer_type
-        cfg = ConfigValues(merged, source)
-    model_type = cfg.get("model_type")
-    if not model_type:
-        raise ModelSpecError(
-            f"{source}: field 'model_type' is missing; add it from the model's published "
-            f"config.json (one of: {', '.join(sorted(_FAMILIES))})"
-        )
-    family = _FAMILIES.get(str(model_type))
-    if family is None:
-        raise ModelSpecError(
-            f"{source}: model_type {model_type!r} is not modelled by the KV budget; known: "
-            f"{', '.join(sorted(_FAMILIES))}. Add a family rule in tuner/model_config.py "
-            "(layer types, MoE and MLA fields) before tuning this model"
-        )
+    cfg, vision = _language_model(raw, source)
+    model_type, family = _family(cfg, source)
     layers = cfg.whole("num_hidden_layers", "the layer count")
     hidden = cfg.whole("hidden_size", "weights and activations")
-    heads = cfg.whole("num_attention_heads", "attention shapes")
-    kv_heads = cfg.whole("num_key_value_heads", default=heads)
-    if kv_heads > heads:
-        raise ModelSpecError(
-            f"{source}: num_key_value_heads {kv_heads} exceeds num_attention_heads {heads}; fix config.json"
-        )
-    head_dim = cfg.whole("head_dim", default=0) or None
-    if head_dim is None:
-        if hidden % heads:
-            raise ModelSpecError(
-                f"{source}: field 'head_dim' is missing and hidden_size {hidden} is not a "
-                f"multiple of num_attention_heads {heads}; add head_dim"
-            )
-        head_dim = max(1, hidden // heads)
-    dtype = cfg.get("torch_dtype") or cfg.get("dtype")
-    if dtype is None:
-        raise ModelSpecError(
-            f"{source}: field 'torch_dtype' is missing (needed for weight and KV bytes); "
-            'add "torch_dtype": "bfloat16" (or the dtype the checkpoint was saved in)'
-        )
-    if str(dtype) not in DTYPE_BYTES:
-        raise ModelSpecError(f"{source}: torch_dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
+    heads, kv_heads, head_dim = _attention_heads(cfg, hidden, source)
+    dtype = _checkpoint_dtype(cfg, source)
     mla = _parse_mla(cfg, family)
     moe = _parse_moe(cfg, family, layers)
     intermediate = cfg.whole("intermediate_size", low=0, default=0)
@@ -119,12 +76,79 @@ def parse(raw: Any, source: str) -> ModelShape:
         sliding_window=window,
         mla=mla,
         moe=moe,
-        quant=_parse_quant(cfg.part("quantization_config"), source),
+        quant=parse_quant(cfg.part("quantization_config"), source),
         qkv_bias=bool(cfg.get("attention_bias", family in _QKV_BIAS)) and family != "deepseek",
         qk_norm=family in _QK_NORM or bool(cfg.get("use_qk_norm")),
         norms_per_layer=_NORMS_PER_LAYER.get(family, 2),
         vision_params=vision,
     )
+
+
+def _language_model(raw: Any, source: str) -> tuple[ConfigValues, int]:
+    """The language model's fields (a multimodal wrapper keeps them in text_config) and the vision
+    tower's parameter count (0 without one)."""
+    cfg = ConfigValues(raw, source)
+    text = cfg.get("text_config")
+    if not isinstance(text, dict):
+        return cfg, 0
+    outer_type = cfg.get("model_type")
+    text_cfg = ConfigValues(text, source, "text_config")
+    vision_cfg = cfg.part("vision_config")
+    vision = _vision_params(vision_cfg, text_cfg.whole("hidden_size", low=0, default=0)) if vision_cfg else 0
+    merged = {k: v for k, v in raw.items() if k not in ("text_config", "vision_config")}
+    merged.update(text)
+    if "model_type" not in text and outer_type:
+        merged["model_type"] = outer_type
+    return ConfigValues(merged, source), vision
+
+
+def _family(cfg: ConfigValues, source: str) -> tuple[str, str]:
+    """(model_type, family); a missing or unknown model_type is a ModelSpecError."""
+    model_type = cfg.get("model_type")
+    if not model_type:
+        raise ModelSpecError(
+            f"{source}: field 'model_type' is missing; add it from the model's published "
+            f"config.json (one of: {', '.join(sorted(_FAMILIES))})"
+        )
+    family = _FAMILIES.get(str(model_type))
+    if family is None:
+        raise ModelSpecError(
+            f"{source}: model_type {model_type!r} is not modelled by the KV budget; known: "
+            f"{', '.join(sorted(_FAMILIES))}. Add a family rule in tuner/model_config.py "
+            "(layer types, MoE and MLA fields) before tuning this model"
+        )
+    return str(model_type), family
+
+
+def _attention_heads(cfg: ConfigValues, hidden: int, source: str) -> tuple[int, int, int]:
+    """(attention heads, KV heads, head_dim); head_dim defaults to hidden_size / heads."""
+    heads = cfg.whole("num_attention_heads", "attention shapes")
+    kv_heads = cfg.whole("num_key_value_heads", default=heads)
+    if kv_heads > heads:
+        raise ModelSpecError(
+            f"{source}: num_key_value_heads {kv_heads} exceeds num_attention_heads {heads}; fix config.json"
+        )
+    head_dim = cfg.whole("head_dim", default=0) or None
+    if head_dim is None:
+        if hidden % heads:
+            raise ModelSpecError(
+                f"{source}: field 'head_dim' is missing and hidden_size {hidden} is not a "
+                f"multiple of num_attention_heads {heads}; add head_dim"
+            )
+        head_dim = max(1, hidden // heads)
+    return heads, kv_heads, head_dim
+
+
+def _checkpoint_dtype(cfg: ConfigValues, source: str) -> str:
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+    if dtype is None:
+        raise ModelSpecError(
+            f"{source}: field 'torch_dtype' is missing (needed for weight and KV bytes); "
+            'add "torch_dtype": "bfloat16" (or the dtype the checkpoint was saved in)'
+        )
+    if str(dtype) not in DTYPE_BYTES:
+        raise ModelSpecError(f"{source}: torch_dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}")
+    return str(dtype)
 
 
 def _parse_mla(cfg: ConfigValues, family: str) -> MLA | None:
@@ -204,53 +228,6 @@ def _parse_layer_types(cfg: ConfigValues, family: str, layers: int, source: str)
     else:  # Mistral-style: a window in the config applies to every layer
         types = ("sliding_attention",) * layers
     return types, (cfg.whole("sliding_window") if "sliding_attention" in types else None)
-
-
-def _parse_quant(qc: ConfigValues | None, source: str) -> Quant | None:
-    if qc is None:
-        return None
-    method = str(qc.get("quant_method", "")).lower()
-    if method == "awq":
-        return Quant(
-            "awq",
-            qc.whole("bits", default=qc.whole("w_bit", default=4)),
-            _group(qc, "group_size", _group(qc, "q_group_size", 128)),
-            bool(qc.get("zero_point", True)),
-            tuple(qc.get("modules_to_not_convert") or ()),
-        )
-    if method == "gptq":
-        ignore = () if qc.get("lm_head") else ("lm_head",)
-        return Quant("gptq", qc.whole("bits", default=4), _group(qc, "group_size", 128), True, ignore, g_idx=True)
-    if method == "compressed-tensors":
-        groups = [g for g in (qc.get("config_groups") or {}).values() if isinstance(g, dict) and g.get("weights")]
-        if not groups:
-            raise ModelSpecError(
-                f"{source}: quantization_config.config_groups has no 'weights' scheme; the "
-                "weight bytes cannot be derived"
-            )
-        w = ConfigValues(groups[0]["weights"], source, "quantization_config.config_groups.weights")
-        strategy = str(w.get("strategy", "group"))
-        group = _group(w, "group_size", -1) if strategy == "group" else -1
-        return Quant(
-            "compressed-tensors",
-            w.whole("num_bits", default=4),
-            group,
-            not bool(w.get("symmetric", True)),
-            tuple(qc.get("ignore") or ()),
-        )
-    if method == "fp8":
-        ignored = qc.get("ignored_layers") or qc.get("modules_to_not_convert") or ()
-        return Quant("fp8", 8, -1, False, tuple(ignored))
-    raise ModelSpecError(
-        f"{source}: quantization_config.quant_method {method!r} is not modelled (known: "
-        "awq, gptq, compressed-tensors, fp8); weight bytes would be a guess"
-    )
-
-
-def _group(qc: ConfigValues, key: str, default: int) -> int:
-    """A quantization group size: weights per group, or -1 (one group per channel)."""
-    value = qc.get(key)
-    return -1 if value in (-1, -1.0) or (value is None and default == -1) else qc.whole(key, default=default)
 
 
 def _vision_params(vc: ConfigValues, text_hidden: int) -> int:

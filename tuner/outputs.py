@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -21,6 +21,7 @@ from tuner.confirm import Confirmation
 from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.headline import Headline, headline
 from tuner.layout import layout_columns
+from tuner.predict_report import median_error, predictions
 from tuner.spec_rule import apply_rule
 from tuner.summary import Summary, certified_summary, summarize
 from tuner.trial_result import TrialResult
@@ -117,20 +118,41 @@ def best_document(
 
 def with_predictions(document: dict[str, Any], results: list[TrialResult]) -> dict[str, Any]:
     """best.json with perfmodel's prediction against the measurement of each trial it launched (--predict)."""
-    from tuner.predict_report import median_error, predictions
-
     rows = predictions(results)
     if not rows:
         return document
     return {**document, "predictions": rows, "prediction_median_abs_error": median_error(rows)}
 
 
+class ScriptWriter(Protocol):
+    """Writes launch.sh for the best trial (it needs the probed vLLM: tuner.study_outputs)."""
+
+    def __call__(self, path: Path, best: TrialResult, head: Headline, /) -> None: ...
+
+
+class ReportWriter(Protocol):
+    """Writes report.html (tuner.report_html.write_report, with the study's importances bound)."""
+
+    def __call__(
+        self,
+        path: Path,
+        results: list[TrialResult],
+        summary: Summary,
+        meta: dict[str, Any],
+        /,
+        *,
+        headline: Headline,
+        certifications: Mapping[int, Certification],
+        cost: Sequence[str],
+    ) -> None: ...
+
+
 def write_outputs(
     out: Path,
     results: list[TrialResult],
     meta: dict[str, Any],
-    write_script: Any,
-    write_report: Any,
+    write_script: ScriptWriter,
+    write_report: ReportWriter,
     timelines: Mapping[int, Mapping[str, Any]] | None = None,
     certifications: Mapping[int, Certification] | None = None,
     confirmation: Confirmation | None = None,

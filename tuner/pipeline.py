@@ -115,7 +115,7 @@ def open_run(
 def search(r: TuneRun) -> int:
     """The study's trials up to --trials; how many ran in this call."""
     s = r.inp.settings
-    if s.predict:  # perfmodel picks what to launch (issue #24)
+    if s.predict:  # perfmodel picks what to launch (issue #24); it loads only here, with --predict
         from tuner.predict_model import perf_model
         from tuner.predict_search import run_predicted
 

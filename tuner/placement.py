@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
 
 from tuner.errors import UsageError
 
@@ -77,13 +76,13 @@ class GpuPool:
             self.give(taken)
 
 
-class GroupStartLocks(Mapping[str | None, contextlib.AbstractContextManager[Any]]):
+class GroupStartLocks(Mapping[str | None, contextlib.AbstractContextManager[object]]):
     """``start_locks`` for tuner.trial.device_rules keyed by a group ("0,1"): the start lock of each of its GPUs."""
 
     def __init__(self, devices: Sequence[str]) -> None:
         self.locks = {d: threading.Lock() for d in devices}
 
-    def __getitem__(self, group: str | None) -> contextlib.AbstractContextManager[Any]:
+    def __getitem__(self, group: str | None) -> contextlib.AbstractContextManager[object]:
         if group is None:
             raise KeyError(group)
         order = list(self.locks)

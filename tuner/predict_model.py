@@ -13,17 +13,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from perfmodel.observed import ObservedTrial, observe
+from perfmodel.protocol import ShortLevelSearch
+from perfmodel.rank import Calibration, Candidate, Prediction, calibrate, rank
+from perfmodel.traffic import Demand
+from tuner.budget import estimate_budget
 from tuner.measure import MIN_LEVEL_FLOOR, MeasurePlan
+from tuner.space import suggest_config
 from tuner.trial.context import spec_of
 from tuner.trial.measuring import level_seed
 from tuner.trial_result import TrialResult
 
 if TYPE_CHECKING:
     from launch.config import ServeConfig
-    from perfmodel.observed import ObservedTrial
-    from perfmodel.protocol import ShortLevelSearch
-    from perfmodel.rank import Calibration, Candidate, Prediction
-    from perfmodel.traffic import Demand
     from tuner.space import SpaceContext
     from tuner.trial.context import TrialContext
 
@@ -43,8 +45,6 @@ class Model:
 
 def short_levels(plan: MeasurePlan) -> ShortLevelSearch:
     """The plan's probe and level sizes in perfmodel's terms (``observe`` counts a probe's requests by it)."""
-    from perfmodel.protocol import ShortLevelSearch
-
     return ShortLevelSearch(
         probe_requests=plan.probe_requests,
         probe_concurrency=plan.probe_concurrency,
@@ -72,8 +72,6 @@ def _sent(raw: dict[str, Any], planned: int, plan: MeasurePlan) -> int:
 def observed_levels(result: TrialResult, demand: Demand, plan: MeasurePlan) -> list[ObservedTrial]:
     """``result``'s levels as perfmodel trials, one per level, each with the seed it was measured under; the
     best level's percentiles go with its own. A level passed when it met the SLOs and was steady."""
-    from perfmodel.observed import observe
-
     whole = observe(result, demand, short_levels(plan), plan.seed)
     out = []
     for k, (lv, raw) in enumerate(zip(whole.levels, result.levels, strict=True)):
@@ -97,8 +95,6 @@ def sample_space(sctx: SpaceContext, n: int, seed: int) -> dict[ServeConfig, dic
     sampler draws them), each with the Optuna params that reproduce it."""
     import optuna
 
-    from tuner.space import suggest_config
-
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     scratch = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
     out: dict[ServeConfig, dict[str, Any]] = {}
@@ -111,9 +107,6 @@ def sample_space(sctx: SpaceContext, n: int, seed: int) -> dict[ServeConfig, dic
 def candidate(config: ServeConfig, ctx: TrialContext) -> Candidate | None:
     """``config`` with the KV blocks ``tuner.budget`` predicts, as the trial would budget it; None when the
     budget says it cannot launch (dropped, as a trial would be pruned before launch)."""
-    from perfmodel.rank import Candidate
-    from tuner.budget import estimate_budget
-
     budget = estimate_budget(spec_of(config, ctx), ctx.gpu, config, vllm_version=ctx.vllm_version, env=ctx.env)
     if not budget.feasible:
         return None
@@ -125,9 +118,6 @@ def candidate(config: ServeConfig, ctx: TrialContext) -> Candidate | None:
 
 def perf_model(ctx: TrialContext) -> Model:
     """The real model for a study measured with ``ctx`` (its workload, SLOs, plan, model and GPU)."""
-    from perfmodel.rank import calibrate, rank
-    from perfmodel.traffic import Demand
-
     demand = Demand(ctx.workload, ctx.slos, ctx.output_tokens)
 
     def fit(measured: Sequence[TrialResult], previous: Calibration | None) -> Calibration:

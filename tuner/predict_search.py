@@ -17,8 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tuner.errors import UsageError
+from perfmodel.family import family_of
+from perfmodel.rank import Calibration, Check, Prediction
+from tuner.predict_model import Model, sample_space
 from tuner.predict_report import measured_rate, prediction_attr, with_prediction
+from tuner.study import finished, results_of, run_study
 from tuner.trial.scheduler import Scheduler
 from tuner.trial_result import PREDICTED, TrialResult, TrialState
 
@@ -26,9 +29,6 @@ if TYPE_CHECKING:
     import optuna
 
     from launch.config import ServeConfig
-    from loadtest.slo import SLO
-    from perfmodel.rank import Calibration, Prediction
-    from tuner.predict_model import Model
     from tuner.settings import TuneSettings
     from tuner.space import SpaceContext
     from tuner.time_budget import TimeBudget
@@ -40,23 +40,6 @@ CALIBRATION_ATTR = "perfmodel_calibration"  # the study's latest calibration (Ca
 # the launches, up to --trials (the validation's worst errors were 19-32 % on the H200: docs/perfmodel.md)
 TRUSTED_ERROR = 0.25
 RERANK = 24  # after a refit, the best this many left are predicted again (0.5-1 s each on 2 cores)
-
-
-def check_settings(settings: TuneSettings, slos: Sequence[SLO]) -> None:
-    """Before any work: --predict launches one trial at a time and predicts TTFT, TPOT and E2E SLOs only."""
-    if not settings.predict:
-        return
-    if len(settings.device_list()) > 1 or settings.overlap_startup:
-        raise UsageError(
-            "--predict launches one trial at a time (each refits the model for the next): leave out "
-            "--devices with several GPUs and --overlap-startup, or --predict"
-        )
-    itl = [str(s) for s in slos if s.metric not in ("ttft", "tpot", "e2e")]
-    if itl:
-        raise UsageError(
-            f"--predict: the performance model does not predict {', '.join(itl)}; state it as a tpot SLO, or "
-            "leave --predict out to measure it"
-        )
 
 
 def converged(best_measured: float | None, left: Sequence[Prediction], error: float | None) -> str | None:
@@ -85,7 +68,7 @@ class Queue:
     @classmethod
     def of(cls, ranked: Sequence[Prediction], launched: set[ServeConfig]) -> Queue:
         """``launched``: the study's configurations so far; a kind of family one of them measured already (a
-        --resume after its launch) gets no second launch (on the H200 a resume launched a second ngram trial)."""
+        --resume after its launch) gets no second launch."""
         left = [p for p in ranked if p.config not in launched]
         measured = {_kind(c) for c in launched}
         unseen: dict[tuple[str, str, int], Prediction] = {}
@@ -110,8 +93,6 @@ class Queue:
 
 def _kind(config: ServeConfig) -> tuple[str, str, int]:
     """The kind of engine family the queue launches once: weights, speculative method (any number of tokens), TP."""
-    from perfmodel.family import family_of
-
     f = family_of(config)
     return (f.model, f.speculative.split(":")[0], f.tensor_parallel)
 
@@ -120,7 +101,9 @@ def _knobs(p: Prediction) -> str:
     return str(p.config.knobs())
 
 
-def _first_ranking(model: Model, cal: Calibration, configs: Sequence[ServeConfig], say: Callable[[str], None]) -> Any:
+def _first_ranking(
+    model: Model, cal: Calibration, configs: Sequence[ServeConfig], say: Callable[[str], None]
+) -> list[Prediction]:
     t0 = time.monotonic()
     ranked = model.rank(configs, cal)
     unseen = [p for p in ranked if p.capacity_req_s is None]
@@ -136,9 +119,6 @@ def _first_ranking(model: Model, cal: Calibration, configs: Sequence[ServeConfig
 
 def _refit(model: Model, cal: Calibration, measured: list[TrialResult], new: TrialResult) -> tuple[Calibration, str]:
     """After a launch of the calibrated family: its check (predicted before, measured after) and the refit."""
-    from perfmodel.family import family_of
-    from perfmodel.rank import Check
-
     pred = (new.extra.get(PREDICTED_ATTR) or {}).get("predicted_capacity_req_s")
     rate = measured_rate(new)
     if family_of(new.launched or new.config) != cal.family or new.state != TrialState.COMPLETE:
@@ -168,9 +148,6 @@ def guided_search(
 ) -> int:
     """Run the study's trials up to ``total`` as the model directs; ``run_until(n)`` runs trials until the
     study holds ``n`` finished ones (the baseline is enqueued first). Returns how many ran here."""
-    from perfmodel.rank import Calibration
-    from tuner.study import finished, results_of
-
     ran = run_until(1) if not _baseline(results_of(study)) else 0
     base = _baseline(results_of(study))
     if base is None or measured_rate(base) is None:
@@ -230,9 +207,6 @@ def run_predicted(
 ) -> int:
     """``tune --predict``'s search: ``guided_search`` over a sample of the space, one trial at a time on the
     first device (of the run's ``scheduler``), each launched trial's TrialResult carrying its prediction."""
-    from tuner.predict_model import sample_space
-    from tuner.study import run_study
-
     one_device = (scheduler or Scheduler()).on([settings.device_list()[0]])
 
     def run_until(n: int) -> int:

@@ -11,7 +11,7 @@ import yaml
 
 from loadtest.textfile import read_yaml
 from tuner.errors import ProfileError
-from tuner.settings import FIELDS, check_setting
+from tuner.setting_fields import FIELDS, check_setting
 
 DEFAULT_NAME = "slotune.yaml"
 

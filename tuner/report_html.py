@@ -22,7 +22,7 @@ CSS = (
 )
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: object) -> str:
     if v is None:
         return "—"
     if isinstance(v, float):
@@ -92,18 +92,29 @@ def _trials_table(results: list[TrialResult]) -> str:
 
 def _charts(results: list[TrialResult], summary: Summary, importances: dict[str, float]) -> str:
     done = [r for r in results if r.state == TrialState.COMPLETE and r.metric("ttft_ms.p95") is not None]
+    charts = [_pareto_chart(done), *_level_charts(done), _importance_chart(importances)]
+    b, base = summary.best, summary.baseline
+    if b is not None and base is not None:
+        charts.append(_defaults_vs_best(base, b))
+    return '<div class="charts">' + "".join(f"<div>{c}</div>" for c in charts) + "</div>"
+
+
+def _pareto_chart(done: list[TrialResult]) -> str:
     pts = [(r.metric("ttft_ms.p95") or 0.0, r.goodput_req_s) for r in done]
     front = pareto_front([p for p, r in zip(pts, done, strict=True) if r.slo_met])
-    charts = [
-        xy_chart(
-            [("trials", pts, "dot"), ("Pareto front (SLO met)", front, "line")],
-            title="Goodput vs p95 TTFT",
-            xlabel="p95 TTFT at best load (ms)",
-            ylabel="goodput (req/s)",
-            labels=[(x, y, f"#{r.number}") for (x, y), r in zip(pts, done, strict=True)],
-        )
-    ]
+    return xy_chart(
+        [("trials", pts, "dot"), ("Pareto front (SLO met)", front, "line")],
+        title="Goodput vs p95 TTFT",
+        xlabel="p95 TTFT at best load (ms)",
+        ylabel="goodput (req/s)",
+        labels=[(x, y, f"#{r.number}") for (x, y), r in zip(pts, done, strict=True)],
+    )
+
+
+def _level_charts(done: list[TrialResult]) -> list[str]:
+    """p95 TTFT and TPOT against the request rate of each load level, for the three best configurations."""
     top = sorted((r for r in done if r.slo_met), key=lambda r: -r.goodput_req_s)[:3]
+    charts = []
     for metric, name in (("ttft_p95_ms", "p95 TTFT (ms)"), ("tpot_p95_ms", "p95 TPOT (ms)")):
         series = [
             (
@@ -120,37 +131,32 @@ def _charts(results: list[TrialResult], summary: Summary, importances: dict[str,
         charts.append(
             xy_chart(series, title=f"{name} vs request rate (top configs)", xlabel="Poisson rate (req/s)", ylabel=name)
         )
-    if importances:
-        names = list(importances)
-        charts.append(
-            bar_chart(
-                names,
-                [("importance", [importances[n] for n in names])],
-                title="Parameter importance (PED-ANOVA; rough with few trials)",
-            )
-        )
-    else:
-        charts.append(
+    return charts
+
+
+def _importance_chart(importances: dict[str, float]) -> str:
+    if not importances:
+        return (
             "<p><em>Parameter importance: not estimated yet (needs at least 4 completed trials "
             "with varied parameters).</em></p>"
         )
-    b, base = summary.best, summary.baseline
-    if b is not None and base is not None:
-        groups = ["goodput (req/s)", "p95 TTFT (ms)", "p95 TPOT (ms)"]
-        charts.append(
-            bar_chart(
-                groups,
-                [
-                    (
-                        f"baseline #{base.number}",
-                        [base.goodput_req_s, base.metric("ttft_ms.p95"), base.metric("tpot_ms.p95")],
-                    ),
-                    (f"best #{b.number}", [b.goodput_req_s, b.metric("ttft_ms.p95"), b.metric("tpot_ms.p95")]),
-                ],
-                title="vLLM defaults vs best",
-            )
-        )
-    return '<div class="charts">' + "".join(f"<div>{c}</div>" for c in charts) + "</div>"
+    names = list(importances)
+    return bar_chart(
+        names,
+        [("importance", [importances[n] for n in names])],
+        title="Parameter importance (PED-ANOVA; rough with few trials)",
+    )
+
+
+def _defaults_vs_best(base: TrialResult, b: TrialResult) -> str:
+    return bar_chart(
+        ["goodput (req/s)", "p95 TTFT (ms)", "p95 TPOT (ms)"],
+        [
+            (f"baseline #{base.number}", [base.goodput_req_s, base.metric("ttft_ms.p95"), base.metric("tpot_ms.p95")]),
+            (f"best #{b.number}", [b.goodput_req_s, b.metric("ttft_ms.p95"), b.metric("tpot_ms.p95")]),
+        ],
+        title="vLLM defaults vs best",
+    )
 
 
 def render(

@@ -16,15 +16,24 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from launch.config import ServeConfig
+from launch.fingerprint import model_fingerprint
 from loadtest.redact import without_password
 from loadtest.textfile import read_json
 from tuner.errors import UsageError
+from tuner.inputs import load_inputs
+from tuner.pipeline import tune
+from tuner.quantize.step import maybe_quantize
 from tuner.settings import TuneSettings
+from tuner.space import params_of
+from tuner.tune_setup import base_config, space_context, trial_context
+from tuner.verify import verify_at_rate
+from tuner.versions import changed_versions, collect_versions
 
 OUTPUT_FILES = ("launch.sh", "best.json", "trials.csv", "report.html")
 
@@ -56,15 +65,9 @@ def retune(
     tolerance: float = 0.1,
     vllm_python: str | None = None,
     soak_seconds: float | None = None,
-    progress: Any = print,
+    progress: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run the nightly check; returns the JSON document (``regression`` decides the exit code)."""
-    from launch.fingerprint import model_fingerprint
-    from tuner.inputs import load_inputs
-    from tuner.tune_setup import trial_context
-    from tuner.verify import verify_at_rate
-    from tuner.versions import changed_versions, collect_versions
-
     check_tolerance(tolerance)
     doc = read_study(study)
     old_best = doc["best"]
@@ -114,15 +117,8 @@ def _retune_changed(
     trials: int | None,
     floor: float,
     tolerance: float,
-    progress: Any,
+    progress: Callable[[str], None],
 ) -> dict[str, Any]:
-    from tuner.inputs import load_inputs
-    from tuner.pipeline import tune
-    from tuner.quantize.step import maybe_quantize
-    from tuner.space import params_of
-    from tuner.tune_setup import base_config, space_context, trial_context
-    from tuner.verify import verify_at_rate
-
     new_dir = study / f"retune-{_stamp()}"
     new_settings = replace(settings, out=str(new_dir), resume=False, trials=trials or settings.trials)
     inputs = load_inputs(new_settings)

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from loadtest.slo import SLOError, parse_slos
+
 MAX_SEED = 2**31 - 1  # the sampler adds the trial count and numpy's seeds end at 2**32 - 1
 
 
@@ -60,8 +62,6 @@ def _text(value: Any) -> str | None:
 
 
 def _slo(value: Any) -> str | None:
-    from loadtest.slo import SLOError, parse_slos
-
     try:
         parse_slos(value)
     except SLOError as exc:

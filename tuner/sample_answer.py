@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from tuner.soak import fresh_server
 from tuner.trial.context import TrialContext
 from tuner.trial_result import TrialResult
 
@@ -54,8 +55,6 @@ def sample_answer(
     device: str | None = None,
 ) -> SampleAnswer:
     """Start the winner on a fresh server, ask ``question``, stop it."""
-    from tuner.soak import fresh_server
-
     with fresh_server(best.config, ctx, f"sample-{best.number:03d}", progress, device) as server, httpx.Client() as c:
         answer, finish = ask(server.url, best.config.name, question, c)
     progress(f"sample answer of trial {best.number}: {question!r} -> {answer!r}")

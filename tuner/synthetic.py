@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from tuner.model_spec import ModelSpec
-from tuner.quantize.api import SCHEMES, QuantizeRecipe
 from tuner.quantize.groups import choose_group_size
+from tuner.quantize.recipe import SCHEMES, QuantizeRecipe
 
 _LLAMA_TINY: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"],

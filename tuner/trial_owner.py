@@ -32,7 +32,7 @@ def owner_tag() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": pid, "start": _start_ticks(pid)}
 
 
-def owner_gone(owner: Any) -> bool:
+def owner_gone(owner: object) -> bool:
     """True when ``owner`` (an owner_tag) was a process of this host that no longer runs."""
     if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
         return False

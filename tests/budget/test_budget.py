@@ -9,7 +9,7 @@ from configs import GEMMA2_9B, GEMMA3_1B, LLAMA_3_8B, MIXTRAL_8X7B, QWEN2_5_7B
 
 from launch.config import ServeConfig
 from tuner.budget import emulated_gmu, estimate_budget
-from tuner.calibration import load_points
+from tuner.calibration_points import load_points
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec

@@ -11,7 +11,8 @@ from configs import LLAMA_3_8B, MIXTRAL_8X7B, QWEN1_5_MOE_A2_7B
 
 from launch.config import ServeConfig
 from tuner.budget import estimate_budget
-from tuner.calibration import Settings, load_points, structural_activation_bytes, structural_cudagraph_bytes
+from tuner.calibration import Settings, structural_activation_bytes, structural_cudagraph_bytes
+from tuner.calibration_points import load_points
 from tuner.gpu import GPUProfile
 from tuner.model_spec import ModelSpec
 from tuner.vllm_runner import subtracts_cudagraph_estimate, uses_v1_runner

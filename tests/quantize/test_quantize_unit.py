@@ -11,8 +11,9 @@ import pytest
 from tuner.cli import main
 from tuner.errors import UsageError
 from tuner.quantize import cache
-from tuner.quantize.api import QuantizeRecipe, _calibration, quantize
+from tuner.quantize.api import QuantizeRecipe, quantize
 from tuner.quantize.gate import GateThresholds, judge
+from tuner.quantize.recipe import calibration_texts as _calibration
 
 SOUND = {
     "metrics": {

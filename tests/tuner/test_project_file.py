@@ -2,7 +2,8 @@ import pytest
 
 from tuner.errors import ProfileError, UsageError
 from tuner.project import read_project_file, render_project_file
-from tuner.settings import FIELDS, resolve
+from tuner.setting_fields import FIELDS
+from tuner.settings import resolve
 
 
 def test_flags_override_file_override_defaults(tmp_path):

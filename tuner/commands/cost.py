@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from tuner.errors import UsageError
+from tuner.export.cost import cost_document, cost_lines, gpu_price
+from tuner.export.study import read_study
 from tuner.rules import flag_type
-from tuner.settings import FIELDS
+from tuner.setting_fields import FIELDS
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -21,10 +24,6 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuner.errors import UsageError
-    from tuner.export.cost import cost_document, cost_lines, gpu_price
-    from tuner.export.study import read_study
-
     doc = read_study(args.study).doc
     price, source = gpu_price(doc, args.gpu_price)
     if price is None:

@@ -10,6 +10,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from loadtest.writable import check_output_dir
+from tuner.commands.tune import print_outcome
+from tuner.inputs import load_inputs
+from tuner.out_dir import claimed
+from tuner.real_model import build_real_model
+from tuner.sample_answer import QUESTION
+from tuner.settings import resolve
+from tuner.synthetic import write_model
+
 REAL = "smollm2-135m-instruct"
 
 
@@ -24,9 +33,6 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _model(out: Path, tiny: bool) -> Path:
-    from tuner.real_model import build_real_model
-    from tuner.synthetic import write_model
-
     if tiny:
         model = out / "tiny-llama"
         if not (model / "config.json").is_file():
@@ -37,13 +43,8 @@ def _model(out: Path, tiny: bool) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from loadtest.writable import check_output_dir
-    from tuner.commands.tune import print_outcome
-    from tuner.inputs import load_inputs
-    from tuner.out_dir import claimed
+    # Optuna and pandas load only once a run starts: --help and bad flags answer at once
     from tuner.pipeline import tune
-    from tuner.sample_answer import QUESTION
-    from tuner.settings import resolve
     from tuner.study import check_storage
     from tuner.tune_setup import check_resume, storage_url
 

@@ -7,13 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from loadtest.writable import check_output_file
+from tuner.export.formats import RENDERERS, export_study
 from tuner.rules import flag_type
-from tuner.settings import FIELDS
+from tuner.setting_fields import FIELDS
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    from tuner.export.formats import RENDERERS
-
     p.add_argument("--study", required=True, help="study folder with best.json (the output of `tune`)")
     p.add_argument("--format", required=True, choices=sorted(RENDERERS), help="what to write")
     p.add_argument("--out", help="file to write (default: standard output)")
@@ -34,9 +34,6 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from loadtest.writable import check_output_file
-    from tuner.export.formats import export_study
-
     if args.out:
         check_output_file(args.out, "--out")
     text = export_study(

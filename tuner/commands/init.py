@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from loadtest.workload import load_workload
+from loadtest.writable import check_output_file
 from tuner.errors import UsageError
+from tuner.gpu import GPUProfile
+from tuner.inputs import check_model_dir
+from tuner.project import read_project_file, render_project_file
+from tuner.setting_fields import check_setting
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -18,13 +24,6 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from loadtest.workload import load_workload
-    from loadtest.writable import check_output_file
-    from tuner.gpu import GPUProfile
-    from tuner.inputs import check_model_dir
-    from tuner.project import read_project_file, render_project_file
-    from tuner.settings import check_setting
-
     path = Path(args.out)
     if path.exists() and not args.force:
         raise UsageError(f"{path} exists; pass --force to overwrite it")

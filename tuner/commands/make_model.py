@@ -8,13 +8,12 @@ import sys
 from loadtest.writable import check_output_dir
 from tuner import rules
 from tuner.errors import UsageError
+from tuner.real_model import REAL_MODELS, build_real_model
 from tuner.rules import flag_type
 from tuner.synthetic import SHAPES, write_model
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    from tuner.real_model import REAL_MODELS
-
     p.add_argument("--out", required=True, help="directory to write")
     p.add_argument(
         "--from",
@@ -38,8 +37,6 @@ def run(args: argparse.Namespace) -> int:
     if args.real is not None:
         if args.no_weights or args.w4a16 or args.shape != "llama-tiny":
             raise UsageError("--from builds a real model: leave out --shape, --no-weights and --w4a16")
-        from tuner.real_model import build_real_model
-
         print(build_real_model(args.real, args.out, lambda m: print(f"make-model: {m}", file=sys.stderr)))
         return 0
     if args.shape not in SHAPES:

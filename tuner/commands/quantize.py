@@ -9,7 +9,8 @@ import sys
 from tuner import rules
 from tuner.errors import QuantizeError, UsageError
 from tuner.quantize import setup
-from tuner.quantize.api import GateThresholds, QualityGateError, QuantizeRecipe, default_python, quantize
+from tuner.quantize.api import GateThresholds, QualityGateError, default_python, quantize
+from tuner.quantize.recipe import QuantizeRecipe
 from tuner.rules import flag_type
 
 _DEFAULTS = {"max_nll_delta": 0.10, "max_kl": 0.10, "min_top1": 0.50, "min_layer_cosine": 0.98}
@@ -24,6 +25,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         "restored to 16-bit and the model re-quantized). Runs under this interpreter when it has llm-compressor, "
         "else under one of its own: 'tune quantize --setup' builds it. A failing gate exits 1 unless --no-gate."
     )
+    _what_flags(p)
+    _where_flags(p)
+    _gate_flags(p)
+
+
+def _what_flags(p: argparse.ArgumentParser) -> None:
+    """The model, the output and the recipe."""
     p.add_argument("--model", help="16-bit model directory (config.json + weights)")
     p.add_argument("--out", help="output directory (new, or a previous tune quantize output)")
     p.add_argument(
@@ -48,6 +56,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--samples", type=flag_type(int, rules.whole(1, 100_000)), default=128, help="calibration samples (default 128)"
     )
+
+
+def _where_flags(p: argparse.ArgumentParser) -> None:
+    """The backend, its interpreter and the cache of finished outputs."""
     p.add_argument(
         "--backend",
         choices=("llmcompressor", "autoawq"),
@@ -69,6 +81,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="also keep finished quantizations here, keyed by "
         "model contents + recipe + calibration data, and reuse them",
     )
+
+
+def _gate_flags(p: argparse.ArgumentParser) -> None:
+    """The quality gate's thresholds and the output's form."""
     p.add_argument(
         "--restore-below",
         type=flag_type(float, rules.Rule("a number ≥ 0 and < 1", "0.99", low=0, high=0.999999)),

@@ -11,8 +11,12 @@ import sys
 from pathlib import Path
 
 from tuner import rules
+from tuner.errors import UsageError
+from tuner.out_dir import claimed
+from tuner.project import find_project_file, read_project_file
 from tuner.rules import flag_type
-from tuner.settings import FIELDS
+from tuner.setting_fields import FIELDS
+from tuner.settings import resolve
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -39,10 +43,6 @@ def configure(p: argparse.ArgumentParser) -> None:
 def _study_dir(args: argparse.Namespace) -> Path:
     if args.study:
         return Path(args.study)
-    from tuner.errors import UsageError
-    from tuner.project import find_project_file, read_project_file
-    from tuner.settings import resolve
-
     path = find_project_file(args.config)
     if path is None:
         raise UsageError("no --study given and no slotune.yaml here; pass --study DIR")
@@ -50,9 +50,7 @@ def _study_dir(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuner.errors import UsageError
-    from tuner.out_dir import claimed
-    from tuner.retune import retune
+    from tuner.retune import retune  # Optuna and pandas load only once a re-check starts
 
     def say(msg: str) -> None:
         print(f"[retune] {msg}", file=sys.stderr, flush=True)

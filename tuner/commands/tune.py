@@ -7,8 +7,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuner.headline import CONFIRMED
-from tuner.settings import FIELDS, TuneSettings, resolve
+from tuner.headline import CONFIRMED, headline
+from tuner.inputs import load_inputs
+from tuner.out_dir import claimed
+from tuner.project import find_project_file, read_project_file
+from tuner.quantize.step import maybe_quantize
+from tuner.setting_fields import FIELDS
+from tuner.settings import TuneSettings, resolve
 
 if TYPE_CHECKING:
     from tuner.confirm import Confirmation
@@ -33,8 +38,6 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> TuneSettings:
-    from tuner.project import find_project_file, read_project_file
-
     path = find_project_file(args.config)
     values: dict[str, Any] = read_project_file(path) if path else {}
     flags = {k: v for k, v in vars(args).items() if k != "config"}
@@ -47,8 +50,6 @@ def print_outcome(
 ) -> None:
     """The final lines: the study's headline (tuner.headline: the same capacity and gain as every file; by
     default that of a study without certifications), the --confirm re-measurements, and where the files are."""
-    from tuner.headline import headline
-
     head = head or headline(summary, {}, confirmation)
     if summary.best is None:
         print(
@@ -81,10 +82,8 @@ def print_outcome(
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuner.inputs import load_inputs
-    from tuner.out_dir import claimed
+    # Optuna and pandas load only once a run starts: --help and bad flags answer at once
     from tuner.pipeline import tune
-    from tuner.quantize.step import maybe_quantize
     from tuner.study import check_storage
     from tuner.tune_setup import check_resume, storage_url
 

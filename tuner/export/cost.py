@@ -20,6 +20,7 @@ from typing import Any
 from launch.config import ServeConfig
 from tuner.errors import UsageError
 from tuner.export.layout import gpu_count
+from tuner.gpu import GPUProfile
 
 NOT_CERTIFIED = "not certified: the search's estimate"
 # where a side of best.json (the top level for the winner, ``baseline`` for vLLM's defaults) keeps its
@@ -173,7 +174,6 @@ def gpu_price(doc: Mapping[str, Any], override: float | None = None) -> tuple[fl
     tuned_with = (doc.get("settings") or {}).get("gpu_price")
     if tuned_with is not None:
         return float(tuned_with), "--gpu-price given to tune"
-    from tuner.gpu import GPUProfile
 
     gpu = doc.get("gpu") or {}
     name = gpu.get("emulated_on") or gpu.get("profile")

@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,8 @@ from tuner.quantize import cache
 from tuner.quantize.gate import GateThresholds, QualityReport, judge
 from tuner.quantize.groups import GroupChoice, choose_group_size
 from tuner.quantize.interpreter import BACKENDS, check_backend, default_python, run_worker
-from tuner.quantize.text import BUILTIN_VERSION, jsonl_texts
+from tuner.quantize.recipe import QuantizeRecipe, calibration_texts
+from tuner.quantize.text import BUILTIN_VERSION
 
 DAMAGES = ("packed", "scales", "flipped-scales", "zeroed-layer")  # tuner.quantize.metrics.DAMAGES (imports torch)
 
@@ -47,39 +48,9 @@ __all__ = [
     "quantize",
 ]
 
-SCHEMES = {"w4a16": 4}  # scheme name -> weight bits (activations stay 16-bit)
 WORKER_VERSION = 1  # bump when the worker's output for the same inputs changes (part of the cache key)
 _LOG = "slotune-quantize.log"
-
-
-@dataclass(frozen=True)
-class QuantizeRecipe:
-    """What to quantize and how. ``ignore`` are module names (or ``re:`` patterns) left 16-bit;
-    ``group_size`` None: chosen per model (tuner.quantize.groups)."""
-
-    scheme: str = "w4a16"
-    group_size: int | None = None
-    symmetric: bool = False
-    ignore: tuple[str, ...] = ("lm_head",)
-    restore_below: float = 0.99  # per-layer output cosine under which a layer is restored to 16-bit
-    max_restore_fraction: float = 0.25  # at most this share of the quantized layers is restored
-    max_rounds: int = 3  # quantization rounds (the first + re-quantizations after restoring layers)
-    max_seq_len: int = 512
-    held_out: int = 16  # built-in held-out sequences for the gate
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.scheme not in SCHEMES:
-            raise UsageError(f"unknown scheme {self.scheme!r}; supported: {', '.join(SCHEMES)}")
-        if self.group_size is not None and (self.group_size <= 0 or self.group_size % 32):
-            raise UsageError(f"group size {self.group_size} must be a positive multiple of 32 (e.g. 128)")
-        if not 0.0 <= self.restore_below < 1.0:
-            raise UsageError(f"restore_below {self.restore_below} must be in [0, 1)")
-        if self.max_rounds < 1 or self.held_out < 1 or self.max_seq_len < 16:
-            raise UsageError("max_rounds and held_out must be >= 1 and max_seq_len >= 16")
-
-    def to_job(self) -> dict[str, Any]:
-        return {**asdict(self), "ignore": list(self.ignore), "bits": SCHEMES[self.scheme]}
+DEFAULT_RECIPE = QuantizeRecipe()
 
 
 @dataclass(frozen=True)
@@ -116,29 +87,6 @@ class QualityGateError(QuantizeError):
         self.result = result
 
 
-def _calibration(calib: str | None, samples: int, seed: int) -> tuple[list[str] | None, list[str], str]:
-    """(calibration texts or None for built-in, held-out texts from the user's file, calibration hash)."""
-    if calib is None:
-        return None, [], BUILTIN_VERSION
-    path = Path(calib)
-    try:
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        texts = jsonl_texts(rows)
-    except OSError as exc:
-        raise UsageError(f"cannot read calibration file {calib}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise UsageError(
-            f"calibration file {calib}: {exc} (one JSON object per line with 'text' or 'messages')"
-        ) from None
-    if len(texts) < 2:
-        raise UsageError(f"calibration file {calib} has {len(texts)} usable row(s); it needs at least 2")
-    import random
-
-    random.Random(seed).shuffle(texts)
-    n_held = max(1, min(16, len(texts) // 8))  # a slice of the user's data joins the held-out set
-    return texts[n_held:][:samples], texts[:n_held], cache.file_hash(path)
-
-
 def _prepare_out(out_dir: Path) -> None:
     if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and cache.read_manifest(out_dir) is None)):
         raise UsageError(
@@ -153,7 +101,7 @@ def quantize(
     out_dir: str | Path,
     *,
     python: str,
-    recipe: QuantizeRecipe = QuantizeRecipe(),
+    recipe: QuantizeRecipe = DEFAULT_RECIPE,
     calib: str | None = None,
     samples: int = 128,
     backend: str = "llmcompressor",
@@ -172,15 +120,7 @@ def quantize(
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     cache_dir = None if cache_dir is None else Path(cache_dir)
-    if not (model_dir / "config.json").is_file():
-        raise UsageError(f"model directory {model_dir} has no config.json")
-    if samples < 1:
-        raise UsageError(f"--samples {samples} must be >= 1")
-    if damage is not None and damage not in DAMAGES:
-        raise ValueError(f"damage must be None or one of {DAMAGES}, not {damage!r}")
-    check_backend(backend, python)
-    if backend == "autoawq" and recipe.symmetric:
-        raise UsageError("the autoawq backend writes the zero-point (asymmetric) format only")
+    _check_request(model_dir, samples, backend, python, recipe, damage)
     _prepare_out(out_dir)
     group = choose_group_size(ModelSpec.from_dir(model_dir), recipe.group_size)
     if group.misfits and backend == "autoawq":
@@ -188,7 +128,7 @@ def quantize(
     recipe = replace(recipe, group_size=group.group_size, ignore=recipe.ignore + group.ignore_patterns())
     if on_progress is not None:
         on_progress(group.line())
-    calib_texts, held_texts, calib_hash = _calibration(calib, samples, recipe.seed)
+    calib_texts, held_texts, calib_hash = calibration_texts(calib, samples, recipe.seed)
     key = cache.cache_key(
         cache.model_fingerprint(model_dir),
         recipe.to_job(),
@@ -198,47 +138,99 @@ def quantize(
     found = cache.lookup(out_dir, None if damage else cache_dir, key)
     cached = found is not None
     if found is None:
-        staging = out_dir.with_name(f".{out_dir.name}.partial-{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        job = {
-            "model_dir": str(model_dir.resolve()),
-            "out_dir": str(staging.resolve()),
-            "recipe": recipe.to_job(),
-            "calib_texts": calib_texts,
-            "held_out_texts": held_texts,
-            "samples": samples,
-            "max_seq_len": recipe.max_seq_len,
-            "held_out": recipe.held_out,
-            "seed": recipe.seed,
-            "damage": damage,
-            "backend": backend,
-        }
-        try:
-            measured = run_worker(python, job, staging / _LOG, on_progress)
-        except BaseException as exc:
-            log, kept = staging / _LOG, out_dir.with_name(f"{out_dir.name}.failed.log")
-            if log.is_file():  # keep the log of a failed run next to the output
-                shutil.copy2(log, kept)
-            shutil.rmtree(staging, ignore_errors=True)
-            if isinstance(exc, QuantizeError):  # its message names the log: name the one that is kept
-                raise QuantizeError(str(exc).replace(str(log), str(kept))) from None
-            raise
-        found = {
+        job = _worker_job(model_dir, recipe, calib_texts, held_texts, samples, damage, backend)
+        manifest = {
             "key": key,
             "model_dir": str(model_dir.resolve()),
             "recipe": recipe.to_job(),
             "samples": samples,
             "backend": backend,
             "calibration": calib or BUILTIN_VERSION,
-            "measured": measured,
         }
-        (staging / cache.MANIFEST).write_text(json.dumps(found, indent=1))
-        cache.replace_dir(out_dir, staging)
+        found = _run_fresh(python, job, manifest, out_dir, on_progress)
         if cache_dir is not None and damage is None:
             cache.store(out_dir, cache_dir, key)
-    measured = found["measured"]
-    report = judge(measured, thresholds or GateThresholds())
+    return _judged(found["measured"], thresholds or GateThresholds(), out_dir, cached, key, group, gate)
+
+
+def _worker_job(
+    model_dir: Path,
+    recipe: QuantizeRecipe,
+    calib_texts: list[str] | None,
+    held_texts: list[str],
+    samples: int,
+    damage: str | None,
+    backend: str,
+) -> dict[str, Any]:
+    """What the worker is told (tuner.quantize.worker); the staging folder is added when it starts."""
+    return {
+        "model_dir": str(model_dir.resolve()),
+        "recipe": recipe.to_job(),
+        "calib_texts": calib_texts,
+        "held_out_texts": held_texts,
+        "samples": samples,
+        "max_seq_len": recipe.max_seq_len,
+        "held_out": recipe.held_out,
+        "seed": recipe.seed,
+        "damage": damage,
+        "backend": backend,
+    }
+
+
+def _check_request(
+    model_dir: Path, samples: int, backend: str, python: str, recipe: QuantizeRecipe, damage: str | None
+) -> None:
+    """Bad input before any work: a UsageError (a bad ``damage`` is a ValueError: it is a test seam)."""
+    if not (model_dir / "config.json").is_file():
+        raise UsageError(f"model directory {model_dir} has no config.json")
+    if samples < 1:
+        raise UsageError(f"--samples {samples} must be >= 1")
+    if damage is not None and damage not in DAMAGES:
+        raise ValueError(f"damage must be None or one of {DAMAGES}, not {damage!r}")
+    check_backend(backend, python)
+    if backend == "autoawq" and recipe.symmetric:
+        raise UsageError("the autoawq backend writes the zero-point (asymmetric) format only")
+
+
+def _run_fresh(
+    python: str,
+    job: dict[str, Any],
+    manifest: dict[str, Any],
+    out_dir: Path,
+    on_progress: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    """Run the worker into a staging folder beside ``out_dir``, then put it in place with its manifest
+    (``manifest`` plus what the worker measured), which it returns. A failed run keeps its log beside."""
+    staging = out_dir.with_name(f".{out_dir.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        measured = run_worker(python, {**job, "out_dir": str(staging.resolve())}, staging / _LOG, on_progress)
+    except BaseException as exc:
+        log, kept = staging / _LOG, out_dir.with_name(f"{out_dir.name}.failed.log")
+        if log.is_file():  # keep the log of a failed run next to the output
+            shutil.copy2(log, kept)
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, QuantizeError):  # its message names the log: name the one that is kept
+            raise QuantizeError(str(exc).replace(str(log), str(kept))) from None
+        raise
+    found = {**manifest, "measured": measured}
+    (staging / cache.MANIFEST).write_text(json.dumps(found, indent=1))
+    cache.replace_dir(out_dir, staging)
+    return found
+
+
+def _judged(
+    measured: dict[str, Any],
+    thresholds: GateThresholds,
+    out_dir: Path,
+    cached: bool,
+    key: str,
+    group: GroupChoice,
+    gate: bool,
+) -> QuantizeResult:
+    """The gate's verdict on the worker's measurements; a failed gate raises when ``gate`` is True."""
+    report = judge(measured, thresholds)
     result = QuantizeResult(
         out_dir=out_dir,
         quality=report,

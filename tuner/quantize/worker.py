@@ -43,6 +43,7 @@ def progress(message: str) -> None:
 
 
 def _backend(name: str) -> Any:
+    # each backend's library is installed in its own interpreter (Makefile: install-llmc, install-awq)
     if name == "llmcompressor":
         from tuner.quantize import llmc
 

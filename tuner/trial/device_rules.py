@@ -81,7 +81,7 @@ class DeviceRules:
     """Per device (a CUDA index, a group "0,1", or None for the default one): its locks, the GPU pool, the
     time budget and the run's Cancel. The default has none of them: trials one after another."""
 
-    start_locks: Mapping[str | None, contextlib.AbstractContextManager[Any]] = field(default_factory=dict)
+    start_locks: Mapping[str | None, contextlib.AbstractContextManager[object]] = field(default_factory=dict)
     measure_locks: Mapping[str | None, threading.Lock] = field(default_factory=dict)
     pool: GpuPool | None = None
     budget: TimeBudget | None = None
@@ -101,7 +101,7 @@ class DeviceRules:
     def without_budget(self) -> DeviceRules:
         return replace(self, budget=None)
 
-    def starting(self, device: str | None) -> contextlib.AbstractContextManager[Any]:
+    def starting(self, device: str | None) -> contextlib.AbstractContextManager[object]:
         """Held while a server on ``device`` starts or stops: no other startup there meanwhile."""
         return self.start_locks.get(device) or contextlib.nullcontext()
 
