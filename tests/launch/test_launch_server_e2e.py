@@ -1,8 +1,8 @@
 """End to end against real vLLM (the CPU build): the session's shared server (``tiny_server``, also
 the load generator's) and three starts of their own (timeout, kill -9 of the parent, crash). A length
 that cannot fit the KV space is refused in tests/budget/test_vllm_cpu.py, next to its prediction. Every
-start holds /tmp/slotune-vllm.lock while it boots, so test runs on a shared machine do not all compile
-at once."""
+start that comes up holds /tmp/slotune-vllm.lock while it boots, so test runs on a shared machine do not all
+compile at once; every server runs niced, as the tuner's trials on the cpu profile do (docs/testing.md)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from launch.server import group_members, start_server
 from launch.vllm_info import probe_vllm
 from tests.conftest import TinyServer
 from tests.procs import procs_mentioning, wait_until_gone
+from tuner.trial.context import CPU_SERVER_NICE
 
 pytestmark = pytest.mark.vllm
 HERE = Path(__file__).parent
@@ -87,11 +88,12 @@ def test_unknown_flag_is_rejected_before_launch(vllm_python: str, tiny_model: Pa
 
 
 def test_startup_timeout_kills_everything(
-    vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], tmp_path: Path, vllm_start_lock: Callable
+    vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], tmp_path: Path
 ) -> None:
+    """Without the start lock: this start is stopped long before it could compile anything."""
     name = f"slow-{uuid.uuid4().hex[:8]}"
     seen: list[str] = []
-    with vllm_start_lock(), pytest.raises(LaunchFailure) as e:
+    with pytest.raises(LaunchFailure) as e:
         start_server(
             ServeConfig(model=str(tiny_model), served_model_name=name),
             python=vllm_python,
@@ -99,6 +101,7 @@ def test_startup_timeout_kills_everything(
             base_env=cpu_env,
             startup_timeout_s=15,
             on_progress=seen.append,
+            nice=CPU_SERVER_NICE,
         )
     assert e.value.reason == "startup_timeout", str(e.value)
     assert any("vLLM starting (1" in s for s in seen)  # progress every 10 s
@@ -147,7 +150,9 @@ def test_crash_after_start_is_classified(
         model=str(tiny_model), served_model_name=name, max_model_len=512, kv_cache_memory_bytes=256 << 20
     )
     with vllm_start_lock():
-        server = start_server(config, python=vllm_python, log_dir=tmp_path, base_env=cpu_env, warmup_requests=1)
+        server = start_server(
+            config, python=vllm_python, log_dir=tmp_path, base_env=cpu_env, warmup_requests=1, nice=CPU_SERVER_NICE
+        )
     with server:
         assert "VLLM_CPU_KVCACHE_SPACE" in cpu_env and server.readback.kv_cache_memory_bytes == 256 << 20
         assert server.failure() is None

@@ -6,6 +6,7 @@ without it these tests skip locally and fail under ``SLOTUNE_REQUIRE_ALL=1`` (CI
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -18,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from launch.watchdog import lower_priority
 from tests.conftest import require
 from tuner.quantize.api import QuantizeRecipe, QuantizeResult, quantize
+from tuner.trial.context import CPU_SERVER_NICE
 
 # every layer measures under 0.9999, so restoration always runs: the worst layers (a quarter of the
 # quantized Linears, fused siblings together) are restored and the model is quantized a second time
@@ -125,6 +128,7 @@ def vllm_completion(
                 stderr=subprocess.STDOUT,
                 env=cpu_env,
                 start_new_session=True,
+                preexec_fn=functools.partial(lower_priority, CPU_SERVER_NICE),  # as every server of the suite
             )
             base = f"http://127.0.0.1:{port}"
             try:
