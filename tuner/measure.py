@@ -17,12 +17,11 @@ failing rate.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from loadtest.records import ABANDONED
-from loadtest.report import LATE_GENERATOR_MS
 from loadtest.slo import SLO
+from tuner.level import Level, level_of
 
 if TYPE_CHECKING:
     from loadtest.report import LoadReport
@@ -78,58 +77,6 @@ class MeasurePlan:
 
 
 @dataclass(frozen=True)
-class Level:
-    """One measured load level (a rate, or the saturation probe)."""
-
-    kind: str  # "probe" | "rate"
-    rate: float | None
-    concurrency: int | None
-    slo_met: bool
-    goodput_req_s: float
-    throughput_req_s: float
-    slo_values: dict[str, float | None] = field(default_factory=dict)
-    requests_failed: int = 0
-    ttft_p95_ms: float | None = None
-    tpot_p95_ms: float | None = None
-    schedule_lag_p95_ms: float | None = None  # the load generator's own lateness (counted in TTFT)
-    failures: dict[str, int] = field(default_factory=dict)  # failed requests by reason
-    failure_example: str | None = None  # the first failed request's reason and what the server said
-    steady: str | None = None  # loadtest.steady's verdict in a phrase (None: not judged)
-    steady_holds: bool = True
-    duration_s: float | None = None  # first scheduled send to last end
-
-    @property
-    def passed(self) -> bool:
-        """Every SLO over the whole level, and the level steady (a rate level's verdict)."""
-        return self.slo_met and self.steady_holds
-
-    @property
-    def errors(self) -> dict[str, int]:
-        """Failed requests by reason, less those cancelled because the level was already lost."""
-        return {k: v for k, v in self.failures.items() if k != ABANDONED}
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "rate": self.rate,
-            "concurrency": self.concurrency,
-            "slo_met": self.slo_met,
-            "goodput_req_s": self.goodput_req_s,
-            "throughput_req_s": self.throughput_req_s,
-            "slo_values": dict(self.slo_values),
-            "requests_failed": self.requests_failed,
-            "ttft_p95_ms": self.ttft_p95_ms,
-            "tpot_p95_ms": self.tpot_p95_ms,
-            "schedule_lag_p95_ms": self.schedule_lag_p95_ms,
-            "failures": dict(self.failures),
-            "failure_example": self.failure_example,
-            "steady": self.steady,
-            "steady_holds": self.steady_holds,
-            "duration_s": self.duration_s,
-        }
-
-
-@dataclass(frozen=True)
 class CapacityResult:
     """Outcome of a capacity search. ``best`` is the report at ``best_rate`` (None if no rate held)."""
 
@@ -147,61 +94,6 @@ class CapacityResult:
     @property
     def goodput_req_s(self) -> float:
         return self.best.goodput_req_s if self.best is not None else 0.0
-
-
-def _level(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -> Level:
-    return Level(
-        kind,
-        rate,
-        conc,
-        bool(rep.slo_met),
-        rep.goodput_req_s,
-        rep.throughput_req_s,
-        dict(rep.slo_values),
-        rep.requests_failed,
-        rep.value("ttft", 95),
-        rep.value("tpot", 95),
-        rep.value("schedule_lag", 95),
-        dict(rep.failures),
-        _failure_example(rep),
-        *_steadiness(kind, rep),
-        rep.duration_s,
-    )
-
-
-def _steadiness(kind: str, rep: LoadReport) -> tuple[str | None, bool]:
-    """A rate level's steady-state verdict (loadtest.steady); the closed-loop probe is not judged."""
-    if kind == "probe" or rep.steady is None:
-        return None, True
-    return rep.steady.summary(), rep.steady.holds
-
-
-def level_line(level: Level) -> str:
-    """One progress line per level: its rate and length, the verdict and why (SLO values, steady state)."""
-    what = f"rate {level.rate:.2f}/s" if level.rate is not None else f"probe c={level.concurrency}"
-    if level.duration_s:
-        what += f" for {level.duration_s:.0f} s"
-    vals = ", ".join(f"{k} {v:.0f}ms" for k, v in level.slo_values.items() if v is not None) or "lost early"
-    verdict = "met" if level.passed else "missed"
-    steady = f"; {level.steady}" if level.steady else ""
-    lag = level.schedule_lag_p95_ms or 0.0
-    behind = f"; load generator behind schedule (p95 {lag:.0f} ms, counted in TTFT)" if lag >= LATE_GENERATOR_MS else ""
-    failed = level.errors
-    errors = (
-        f"; {sum(failed.values())} request(s) failed ({', '.join(f'{k}: {v}' for k, v in failed.items())}"
-        f"; first: {level.failure_example})"
-        if failed
-        else ""
-    )
-    return f"{what}: {verdict} ({vals}{steady}) goodput {level.goodput_req_s:.2f}/s{behind}{errors}"
-
-
-def _failure_example(rep: LoadReport) -> str | None:
-    """The first request that failed for a reason of its own (not cancelled because its level was lost)."""
-    for r in rep.records:
-        if r.failure is not None and r.failure != ABANDONED:
-            return f"{r.failure}: {r.detail}".strip()[:300] if r.detail else r.failure
-    return None
 
 
 def slo_excess(rep: LoadReport, slos: tuple[SLO, ...]) -> float:
@@ -234,7 +126,7 @@ def capacity_search(
             on_level(level)
 
     probe = run_probe(plan.probe_concurrency, plan.probe_requests)
-    note(_level("probe", None, plan.probe_concurrency, probe))
+    note(level_of("probe", None, plan.probe_concurrency, probe))
     saturation = probe.throughput_req_s
     if saturation <= 0:
         return CapacityResult(0.0, None, None, probe, tuple(levels))
@@ -248,7 +140,7 @@ def capacity_search(
     def level(rate: float, may_abandon: bool = True) -> bool:
         nonlocal best_rate, best, closest
         rep = run_rate(rate, plan.level_requests(rate), may_abandon)
-        note(_level("rate", rate, None, rep))
+        note(level_of("rate", rate, None, rep))
         if rep.holds:  # every SLO over the whole level, and the level in steady state
             if best_rate is None or rate > best_rate:
                 best_rate, best = rate, rep

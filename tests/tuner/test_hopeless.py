@@ -135,7 +135,7 @@ def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_pat
 
 
 def test_a_level_with_failed_requests_says_what_the_server_answered(tmp_path) -> None:
-    from tuner.measure import Level
+    from tuner.level import Level
 
     def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
         on_level(

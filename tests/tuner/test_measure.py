@@ -142,7 +142,7 @@ def test_a_hopeless_configuration_stops_after_the_probe():
 
 def test_a_level_keeps_what_the_first_failed_request_was_told():
     from loadtest.records import RequestRecord
-    from tuner.measure import _level
+    from tuner.level import level_of
 
     said = "The decoder prompt (length 8193) is longer than the maximum model length of 8192."
     recs = (
@@ -154,7 +154,7 @@ def test_a_level_keeps_what_the_first_failed_request_was_told():
     rep = FakeReport(
         None, 1.0, 0.5, requests_failed=3, failures={"http_400": 1, "timeout": 1, "abandoned": 1}, records=recs
     )
-    level = _level("rate", 1.0, None, rep)
+    level = level_of("rate", 1.0, None, rep)
     assert level.failure_example == "http_400: " + said
     assert level.to_dict()["failures"] == {"http_400": 1, "timeout": 1, "abandoned": 1}
-    assert _level("rate", 1.0, None, FakeReport(900.0, 1.0, 1.0)).failure_example is None
+    assert level_of("rate", 1.0, None, FakeReport(900.0, 1.0, 1.0)).failure_example is None

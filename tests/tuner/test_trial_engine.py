@@ -12,7 +12,8 @@ import pytest
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
 from launch.vllm_info import VllmInfo
-from tuner.measure import CapacityResult, Level
+from tuner.level import Level
+from tuner.measure import CapacityResult
 from tuner.trial.context import TrialContext
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.launcher import DockerLauncher

@@ -22,7 +22,8 @@ from loadtest.spec import LoadSpec
 from loadtest.workload import Workload
 from tuner.budget import emulated_gmu
 from tuner.gpu import GPUProfile
-from tuner.measure import CapacityResult, Level, MeasurePlan
+from tuner.level import Level
+from tuner.measure import CapacityResult, MeasurePlan
 from tuner.model_spec import ModelSpec
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.launcher import Launcher, VllmLauncher

@@ -14,7 +14,8 @@ from typing import Any
 from launch.config import ServeConfig
 from loadtest.report import LoadReport
 from loadtest.runner import LoadSpec, run_load
-from tuner.measure import CapacityResult, Level, MeasurePlan, capacity_search
+from tuner.level import Level
+from tuner.measure import CapacityResult, MeasurePlan, capacity_search
 from tuner.trial.context import TrialContext, load_spec
 from tuner.vllm_defaults import effective
 

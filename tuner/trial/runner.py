@@ -19,7 +19,8 @@ from typing import Any
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
 from tuner.budget import estimate_budget
-from tuner.measure import CapacityResult, Level, level_line, slo_excess
+from tuner.level import Level, level_line
+from tuner.measure import CapacityResult, slo_excess
 from tuner.trial.context import TrialContext, launched_config, launcher_of, spec_of
 from tuner.trial.launcher import Server
 from tuner.trial.measuring import hopeless_check, measure_capacity, running_capacity
