@@ -51,7 +51,7 @@ test: ci test-long
 test-long: install install-quantize
 	$(HEAVY_ENV) $(PYTEST) -q -m "$(LONG)" --durations=10
 
-# No server, no quantization, no PostgreSQL: about a minute on 2 cores.
+# No server, no quantization, no PostgreSQL: under a minute on 2 cores (docs/testing.md).
 test-fast: install
 	$(PYTEST) -q -n 2 -m "$(FAST)" --durations=5
 
