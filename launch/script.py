@@ -117,11 +117,15 @@ NICE="${{NICE:-{nice}}}"
 def _start(setup: str, cmd: str) -> str:
     """The tuned devices and environment, the niceness, the readiness watcher, then vLLM in the foreground."""
     return f"""{setup}
-if [ "$NICE" -gt 0 ]; then  # this shell, the watcher and vLLM (exec'd below); the session too where grouped
+if [ "$NICE" -gt 0 ]; then  # this shell, the watcher and vLLM (exec'd below)
   renice -n "$NICE" -p $$ >/dev/null 2>&1 \
     || echo "launch.sh: cannot set niceness $NICE (an unprivileged user cannot lower it); running at $(nice)" >&2
-  if ! {{ echo "$NICE" > /proc/self/autogroup; }} 2>/dev/null; then
-    echo "launch.sh: niceness $NICE for this process only (no session autogroup here)" >&2
+  # the session's CPU group (autogroup) only when this script leads its own session (setsid, a service): in
+  # a terminal's session it would lower everything else started there too, a load generator included
+  if [ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ] && {{ echo "$NICE" > /proc/self/autogroup; }} 2>/dev/null; then
+    :
+  else
+    echo "launch.sh: niceness $NICE for this process (its session's CPU group only under setsid)" >&2
   fi
 fi
 "$VLLM_PYTHON" - "$HOST" "$PORT" "$SERVED_NAME" "$WARMUP_REQUESTS" "$READY_TIMEOUT" "$$" <<'SLOTUNE_PY' &

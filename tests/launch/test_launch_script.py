@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -213,3 +214,23 @@ def test_refuses_a_port_another_server_listens_on(make_info, fake_python: Path, 
         other.server_close()
     r = _run(script, tmp_path, VLLM_PYTHON=str(fake_python), VERIFY_MODEL="0", FORCE="1", PORT="80a")
     assert r.returncode == 2 and "PORT=80a is not a port number" in r.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="a kernel without autogroup")
+def test_launch_sh_in_a_terminals_session_leaves_the_sessions_cpu_group_alone(
+    installed_info: VllmInfo, fake_python: Path, tmp_path: Path
+) -> None:
+    """Run from a shell (not its own session's leader), launch.sh lowers its own niceness only: writing the
+    session's autogroup niceness lowered every other process of that terminal, a load generator included."""
+    model = _model(tmp_path, "m")
+    script = write_launch_script(
+        tmp_path / "l.sh", ServeConfig(model=str(model)), installed_info, fingerprint=model_fingerprint(model),
+        model_dir=str(model), nice=10,
+    )  # fmt: skip
+    shell = f"cat /proc/self/autogroup; bash {shlex.quote(str(script))} >/dev/null 2>&1; cat /proc/self/autogroup"
+    env = {"PATH": os.environ["PATH"], "VLLM_PYTHON": str(fake_python)}
+    r = subprocess.run(
+        ["setsid", "bash", "-c", shell], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    before, after = r.stdout.splitlines()[:2]
+    assert before.endswith("nice 0") and after == before, r.stdout
