@@ -112,8 +112,19 @@ def in_flight_backlog(recs: Sequence[RequestRecord], t0: float, span: float, see
     return _compare(second, last, block, IN_FLIGHT, seed)
 
 
+def mean_lifetime(recs: Sequence[RequestRecord]) -> float | None:
+    """Mean seconds from send to end of the requests that ended (None when none did)."""
+    done = [r.done_at - r.sent_at for r in recs if r.done_at is not None]
+    return sum(done) / len(done) if done else None
+
+
 def queued_backlog(
-    recs: Sequence[RequestRecord], gauges: Sequence[GaugeSample], t0: float, span: float, seed: int = 0
+    recs: Sequence[RequestRecord],
+    gauges: Sequence[GaugeSample],
+    t0: float,
+    span: float,
+    lifetime: float | None,
+    seed: int = 0,
 ) -> Backlog | None:
     """Requests sent and not running in vLLM at each gauge poll of the second and the last quarter; None when
     the polls are too few to judge on (then ``in_flight_backlog`` is the check)."""
@@ -125,8 +136,6 @@ def queued_backlog(
     def quarter(a: float, b: float) -> np.ndarray:
         return np.asarray([max(0.0, _count(starts, ends, g.t) - g.running) for g in polls if a <= g.t < b])
 
-    done = [r.done_at - r.sent_at for r in recs if r.done_at is not None]
-    lifetime = sum(done) / len(done) if done else 0.0
     interval = span / max(1, len(polls) - 1)
     second, last = quarter(t0 + span / 4, t0 + span / 2), quarter(t0 + 3 * span / 4, t0 + span + 1e-9)
-    return _compare(second, last, round(lifetime / interval), QUEUED, seed)
+    return _compare(second, last, round((lifetime or 0.0) / interval), QUEUED, seed)

@@ -32,6 +32,7 @@ from loadtest.backlog import (
     backlog_tolerance,
     block_resamples,
     in_flight_backlog,
+    mean_lifetime,
     queued_backlog,
 )
 from loadtest.records import RequestRecord
@@ -130,10 +131,9 @@ def _p95_difference(first: Sequence[float], last: Sequence[float], block: int, s
     return Interval(float(np.percentile(b, 95) - np.percentile(a, 95)), float(lo), float(hi))
 
 
-def _requests_per_lifetime(recs: Sequence[RequestRecord], span: float) -> int:
+def _requests_per_lifetime(rate: float, lifetime: float | None) -> int:
     """Arrivals during one mean time in the system (Little: the mean number in flight), at least 1."""
-    lifetimes = [r.done_at - r.sent_at for r in recs if r.done_at is not None]
-    return max(1, round(len(recs) / span * sum(lifetimes) / len(lifetimes))) if lifetimes else 1
+    return max(1, round(rate * lifetime)) if lifetime else 1
 
 
 def _ttft_ms(rec: RequestRecord) -> float | None:
@@ -160,6 +160,7 @@ def judge(
     t0, t1 = recs[0].scheduled_at, recs[-1].scheduled_at
     span = max(t1 - t0, 1e-9)
     mid = t0 + span / 2
+    rate, lifetime = len(recs) / span, mean_lifetime(recs)
     reasons: list[str] = []
     tail_met = all(s.met_by(tail_values.get(s.key)) for s in slos)
     if not tail_met:
@@ -169,15 +170,15 @@ def judge(
     last = [v for r in recs if r.scheduled_at >= mid and (v := _ttft_ms(r)) is not None]
     growth, tolerance = None, None
     if len(first) >= MIN_HALF and len(last) >= MIN_HALF:
-        growth = _p95_difference(first, last, _requests_per_lifetime(recs, span), seed)
+        growth = _p95_difference(first, last, _requests_per_lifetime(rate, lifetime), seed)
         tolerance = growth_tolerance(slos, float(np.percentile(first, 95)))
         if growth.low > tolerance:
             reasons.append(
                 f"p95 TTFT grew {growth.estimate:+.0f} ms from the first half to the last "
                 f"({CONFIDENCE:.0%} interval [{growth.low:+.0f}, {growth.high:+.0f}], tolerance {tolerance:.0f})"
             )
-    backlog = queued_backlog(recs, gauges, t0, span, seed) or in_flight_backlog(recs, t0, span, seed)
-    reason = _backlog_reason(backlog, slos, recs, span)
+    backlog = queued_backlog(recs, gauges, t0, span, lifetime, seed) or in_flight_backlog(recs, t0, span, seed)
+    reason = _backlog_reason(backlog, slos, rate, lifetime)
     if reason:
         reasons.append(reason)
     g = backlog.growth
@@ -194,13 +195,11 @@ def judge(
     )
 
 
-def _backlog_reason(backlog: Backlog, slos: Sequence[SLO], recs: Sequence[RequestRecord], span: float) -> str | None:
+def _backlog_reason(backlog: Backlog, slos: Sequence[SLO], rate: float, lifetime: float | None) -> str | None:
     g, q2, q4 = backlog.growth, backlog.second_quarter, backlog.last_quarter
     if g is None or q2 is None or q4 is None:
         return None
-    rate = len(recs) / span
-    lifetimes = [r.done_at - r.sent_at for r in recs if r.done_at is not None]
-    in_flight = rate * (sum(lifetimes) / len(lifetimes)) if lifetimes else q2
+    in_flight = rate * lifetime if lifetime else q2
     allowed = backlog_tolerance(slos, rate, in_flight)
     if g.low <= allowed:
         return None
