@@ -131,7 +131,11 @@ def _retune_changed(
     if best is None or best.best_rate is None:
         return {
             "action": "retuned",
-            "new": {"study": str(new_dir), "slo_met": False},
+            "new": {
+                "study": str(new_dir),
+                "slo_met": False,
+                "verification": {"slo_met": False, "fail": "no trial of the re-tune met the SLOs"},
+            },
             "regression": True,
             "launch_sh_updated": False,
         }
