@@ -25,7 +25,7 @@ from launch.config import ServeConfig  # noqa: E402
 from tuner.budget import estimate_budget  # noqa: E402
 from tuner.calibration_points import load_points  # noqa: E402
 from tuner.gpu import GPUProfile  # noqa: E402
-from tuner.model_spec import ModelSpec  # noqa: E402
+from tuner.model.spec import ModelSpec  # noqa: E402
 from tuner.units import GIB  # noqa: E402
 
 _GEMMA2_TINY = {

@@ -31,7 +31,7 @@ from perfmodel.rank import Calibration, Candidate, predict  # noqa: E402
 from perfmodel.traffic import Demand  # noqa: E402
 from tuner.budget import estimate_budget  # noqa: E402
 from tuner.gpu import GPUProfile  # noqa: E402
-from tuner.model_spec import ModelSpec  # noqa: E402
+from tuner.model.spec import ModelSpec  # noqa: E402
 from tuner.synthetic import shape_config  # noqa: E402
 
 

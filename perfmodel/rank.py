@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from launch.config import ServeConfig
     from tuner.budget import KVBudget
     from tuner.gpu import GPUProfile
-    from tuner.model_spec import ModelSpec
+    from tuner.model.spec import ModelSpec
 
 
 @dataclass(frozen=True)

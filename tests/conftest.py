@@ -138,7 +138,7 @@ def real_model() -> Path:
     """SmolLM2-135M-Instruct (``tune make-model --from smollm2-135m-instruct``), built once (~1 min, 270 MB)
     into ``$SLOTUNE_TEST_MODELS`` (default ~/.cache/slotune/test-models) and kept between sessions."""
     from tuner.errors import UsageError
-    from tuner.real_model import build_real_model
+    from tuner.model.real_model import build_real_model
 
     cache = Path(os.environ.get("SLOTUNE_TEST_MODELS") or Path.home() / ".cache" / "slotune" / "test-models")
     try:

@@ -21,7 +21,7 @@ from tuner.gpu import GPUProfile
 from tuner.kv_memory import KVMemory, kv_memory
 from tuner.kv_paging import Paging
 from tuner.layout import tp_problem
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.units import GIB
 from tuner.vllm_defaults import Effective, default_block_size, effective
 from tuner.vllm_runner import at_least as _at_least

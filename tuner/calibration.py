@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from tuner.calibration_points import CalibrationPoint, load_points
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.units import GIB
 from tuner.vllm_defaults import default_batch_limits
 from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner

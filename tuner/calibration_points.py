@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from tuner.errors import ProfileError
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 
 ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
 

@@ -18,7 +18,7 @@ from tuner.certified import WHOM
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.measure import MeasurePlan
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.settings import TuneSettings
 
 CPU_KV_SPACE_DEFAULT_GIB = "2"

@@ -16,7 +16,7 @@ from launch.config import ServeConfig
 from tuner.calibration import CUDA_CONTEXT_BYTES, Settings, overheads
 from tuner.calibration_points import CalibrationPoint
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.units import GIB
 from tuner.vllm_defaults import Effective
 from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from launch.config import ServeConfig
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 
 DP_FLAG = "--data-parallel-size"
 TP_FLAG = "--tensor-parallel-size"

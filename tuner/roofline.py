@@ -12,7 +12,7 @@ indexes).
 from __future__ import annotations
 
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 
 
 def decode_tpot_floor_ms(

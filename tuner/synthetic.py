@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.quantize.groups import choose_group_size
 from tuner.quantize.recipe import SCHEMES, QuantizeRecipe
 

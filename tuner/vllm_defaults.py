@@ -9,7 +9,7 @@ from importlib import metadata
 
 from launch.config import ServeConfig
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.units import GIB
 from tuner.vllm_runner import at_least as _at_least
 

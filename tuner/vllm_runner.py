@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from launch.command import SPEC_METHODS
 from launch.config import speculation_on
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 
 # DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES of vLLM 0.26.0 (vllm/config/vllm.py), as model_type: the MoE models
 # that keep the V2 runner. (InklingFor* and LongcatFlashNgramForCausalLM too; slotune does not parse them.)

@@ -12,7 +12,7 @@ from tuner.budget import emulated_gmu, estimate_budget
 from tuner.calibration_points import load_points
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config
 from tuner.units import GIB
 from tuner.vllm_defaults import DEFAULT_GMU, default_batch_limits

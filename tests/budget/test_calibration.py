@@ -14,7 +14,7 @@ from tuner.budget import estimate_budget
 from tuner.calibration import Settings, structural_activation_bytes, structural_cudagraph_bytes
 from tuner.calibration_points import load_points
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.vllm_runner import subtracts_cudagraph_estimate, uses_v1_runner
 
 H200 = GPUProfile.load("h200")

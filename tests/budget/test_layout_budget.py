@@ -10,7 +10,7 @@ from launch.config import ServeConfig
 from tuner.budget import estimate_budget
 from tuner.gpu import GPUProfile
 from tuner.layout import Layout, layouts, per_gpu, searched_layouts, tp_problem
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.units import GIB
 
 H200 = GPUProfile.load("h200")

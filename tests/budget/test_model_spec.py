@@ -20,7 +20,7 @@ from configs import (
 )
 
 from tuner.errors import ModelSpecError, UsageError
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 
 # Published parameter counts (the "Model size"/safetensors totals on the models' Hugging Face pages).
 PUBLISHED_PARAMS = [

@@ -6,7 +6,7 @@ import pytest
 from configs import LLAMA_3_8B, MIXTRAL_8X7B
 
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.roofline import decode_tpot_floor_ms, prefill_floor_ms, prefill_flops
 
 H200 = GPUProfile.load("h200")

@@ -16,7 +16,7 @@ from tests.conftest import require_module
 from tests.procs import wait_until_gone
 from tuner.budget import estimate_budget
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.vllm_defaults import installed_vllm_version
 
 pytestmark = [pytest.mark.vllm, pytest.mark.long]

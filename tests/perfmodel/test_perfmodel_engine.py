@@ -17,7 +17,7 @@ from perfmodel.server import Server
 from perfmodel.traffic import ClosedLoad, OpenLoad, Request, closed_load, poisson_load
 from tuner.budget import estimate_budget
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config
 
 

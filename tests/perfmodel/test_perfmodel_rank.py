@@ -20,7 +20,7 @@ from perfmodel.protocol import ShortLevelSearch
 from perfmodel.rank import Calibration, Candidate, Check, calibrate, predict, rank
 from perfmodel.traffic import Demand
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config
 
 TRUTH = Costs(0.004, 2e-5, 5e-5, 1e-13, 0.0, 1e-3, 2e-5)

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tuner.errors import QuantizeError, UsageError
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.quantize.groups import GROUP_SIZES, choose_group_size
 from tuner.quantize.interpreter import default_python, run_worker
 from tuner.quantize.setup import setup_commands, setup_interpreter

@@ -5,7 +5,7 @@ from __future__ import annotations
 from launch.config import ServeConfig
 from tuner.gpu import GPUProfile
 from tuner.measure import CapacityResult, MeasurePlan
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config
 from tuner.trial.context import TrialContext
 from tuner.trial.measuring import HOPELESS_FACTOR, hopeless_check, running_capacity

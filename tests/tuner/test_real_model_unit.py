@@ -10,7 +10,7 @@ import pytest
 
 from tuner.cli import main
 from tuner.errors import UsageError
-from tuner.real_model import REAL_MODELS, RealModel, build_real_model, gguf_path
+from tuner.model.real_model import REAL_MODELS, RealModel, build_real_model, gguf_path
 from tuner.sample_answer import ask
 
 

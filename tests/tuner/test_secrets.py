@@ -16,7 +16,7 @@ from loadtest.workload import load_workload
 from tuner.errors import UsageError
 from tuner.gpu import GPUProfile
 from tuner.inputs import Inputs
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.settings import resolve
 
 SECRET = "s3cr3t-Pa55"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.synthetic import write_model
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from launch.config import ServeConfig
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.synthetic import write_model
 from tuner.trial.context import TrialContext, spec_of
 from tuner.trial.runner import run_trial

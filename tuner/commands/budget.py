@@ -9,7 +9,7 @@ from launch.config import ServeConfig
 from tuner import rules
 from tuner.budget import KVBudget, estimate_budget
 from tuner.gpu import GPUProfile
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.rules import flag_type
 from tuner.units import GIB
 

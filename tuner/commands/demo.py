@@ -13,8 +13,8 @@ from pathlib import Path
 from loadtest.writable import check_output_dir
 from tuner.commands.tune import print_outcome
 from tuner.inputs import load_inputs
+from tuner.model.real_model import build_real_model
 from tuner.out_dir import claimed
-from tuner.real_model import build_real_model
 from tuner.sample_answer import QUESTION
 from tuner.settings import resolve
 from tuner.synthetic import write_model

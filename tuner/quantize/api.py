@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import QuantizeError, UsageError
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.quantize import cache
 from tuner.quantize.gate import GateThresholds, QualityReport, judge
 from tuner.quantize.groups import GroupChoice, choose_group_size

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tuner.model_spec import ModelSpec
-from tuner.model_weights import tensors
+from tuner.model.spec import ModelSpec
+from tuner.model.weights import tensors
 
 GROUP_SIZES = (128, 64, 32)  # preferred first
 

@@ -24,7 +24,7 @@ from tuner.budget import emulated_gmu
 from tuner.gpu import GPUProfile
 from tuner.level import Level
 from tuner.measure import CapacityResult, MeasurePlan
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.launcher import Launcher, VllmLauncher
 from tuner.vllm_defaults import effective

@@ -21,7 +21,7 @@ from loadtest.lengths import LengthDist
 from loadtest.workload import Workload
 from tuner.gpu import GPUProfile
 from tuner.measure import MeasurePlan
-from tuner.model_spec import ModelSpec
+from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config
 from tuner.trial.context import Measure, TrialContext
 from tuner.trial.device_rules import DeviceRules

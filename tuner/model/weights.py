@@ -7,7 +7,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from tuner.model_shape import ModelShape, Quant
+from tuner.model.shape import ModelShape, Quant
 
 
 # ---- tensors ------------------------------------------------------------------------------------------

@@ -3,9 +3,9 @@ bits, group size, zero points and the modules left unquantized."""
 
 from __future__ import annotations
 
-from tuner.config_values import ConfigValues
 from tuner.errors import ModelSpecError
-from tuner.model_shape import Quant
+from tuner.model.config_values import ConfigValues
+from tuner.model.shape import Quant
 
 
 def parse_quant(qc: ConfigValues | None, source: str) -> Quant | None:

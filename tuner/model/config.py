@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.config_values import ConfigValues
 from tuner.errors import ModelSpecError
-from tuner.model_quant import parse_quant
-from tuner.model_shape import DTYPE_BYTES, MLA, ModelShape, MoE
+from tuner.model.config_values import ConfigValues
+from tuner.model.quant import parse_quant
+from tuner.model.shape import DTYPE_BYTES, MLA, ModelShape, MoE
 
 # model_type -> family rules. Families decide defaults the config may omit (tied embeddings, norms,
 # biases) and how sliding windows / MoE fields are spelled.
@@ -114,7 +114,7 @@ def _family(cfg: ConfigValues, source: str) -> tuple[str, str]:
     if family is None:
         raise ModelSpecError(
             f"{source}: model_type {model_type!r} is not modelled by the KV budget; known: "
-            f"{', '.join(sorted(_FAMILIES))}. Add a family rule in tuner/model_config.py "
+            f"{', '.join(sorted(_FAMILIES))}. Add a family rule in tuner/model/config.py "
             "(layer types, MoE and MLA fields) before tuning this model"
         )
     return str(model_type), family

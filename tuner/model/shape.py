@@ -2,8 +2,8 @@
 
 What the KV budget and the roofline need: layers, heads, KV heads, head_dim, MLA ranks, which layers
 use a sliding window (only when really enabled), MoE experts (routed, shared, dense layers), tied
-embeddings, dtype, 4-bit quantization, vocab and context length. ``tuner/model_config.py`` reads it from
-config.json; ``tuner/model_spec.py`` adds the sizes that follow from it (weight bytes, parameters).
+embeddings, dtype, 4-bit quantization, vocab and context length. ``tuner/model/config.py`` reads it from
+config.json; ``tuner/model/spec.py`` adds the sizes that follow from it (weight bytes, parameters).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class Quant:
 
 @dataclass(frozen=True)
 class ModelShape:
-    """The budget-relevant shape of one model, as config.json states it (read by ``tuner.model_config``)."""
+    """The budget-relevant shape of one model, as config.json states it (read by ``tuner.model.config``)."""
 
     source: str
     model_type: str

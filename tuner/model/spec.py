@@ -1,6 +1,6 @@
-"""ModelSpec: a model's shape (``tuner/model_shape.py``, read from ``config.json`` by ``tuner/model_config.py``)
+"""ModelSpec: a model's shape (``tuner/model/shape.py``, read from ``config.json`` by ``tuner/model/config.py``)
 and the sizes that follow from it: weight bytes come from the shapes (``tensors`` in
-``tuner/model_weights.py`` enumerates every tensor vLLM loads), never from file sizes.
+``tuner/model/weights.py`` enumerates every tensor vLLM loads), never from file sizes.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 
 from loadtest.textfile import read_json
 from tuner.errors import ModelSpecError
-from tuner.model_config import parse
-from tuner.model_shape import ModelShape
-from tuner.model_weights import is_quantized as _is_quantized
-from tuner.model_weights import tensor_bytes as _tensor_bytes
-from tuner.model_weights import tensors as _tensors
+from tuner.model.config import parse
+from tuner.model.shape import ModelShape
+from tuner.model.weights import is_quantized as _is_quantized
+from tuner.model.weights import tensor_bytes as _tensor_bytes
+from tuner.model.weights import tensors as _tensors
 
 
 class ModelSpec(ModelShape):
