@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.budget_vllm_cpu import start_and_read  # noqa: E402
 from launch.config import ServeConfig  # noqa: E402
-from tuner.budget import estimate_budget  # noqa: E402
-from tuner.calibration_points import load_points  # noqa: E402
-from tuner.gpu import GPUProfile  # noqa: E402
+from tuner.budget.calibration_points import load_points  # noqa: E402
+from tuner.budget.gpu import GPUProfile  # noqa: E402
+from tuner.budget.kv_budget import estimate_budget  # noqa: E402
 from tuner.model.spec import ModelSpec  # noqa: E402
 from tuner.units import GIB  # noqa: E402
 
@@ -236,7 +236,7 @@ def main() -> int:
     args = ap.parse_args()
     rows = [] if args.cpu_runs else calibration_rows()
     if args.cpu_runs:
-        from tuner.vllm_defaults import installed_vllm_version
+        from tuner.budget.vllm_defaults import installed_vllm_version
 
         version = args.vllm_version or installed_vllm_version() or "0.32.0"
         cases = [c for c in CASES if not args.only or any(c.name.startswith(o) for o in args.only.split(","))]

@@ -1,4 +1,5 @@
-"""Write measured vLLM runs into ``profiles/calibration/*.yaml`` (the format ``tuner.calibration_points`` reads)."""
+"""Write measured vLLM runs into ``profiles/calibration/*.yaml``
+(the format ``tuner.budget.calibration_points`` reads)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tuner.calibration_points import parse_log  # noqa: E402
+from tuner.budget.calibration_points import parse_log  # noqa: E402
 from tuner.synthetic import write_model  # noqa: E402
 
 

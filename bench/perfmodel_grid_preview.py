@@ -5,7 +5,7 @@
 The committed exhaustive grids (vLLM-CPU: max_num_seqs × max_num_batched_tokens; H200 with A30 memory:
 max_num_seqs × KV dtype) were measured with the same short-level search as their studies. Each grid point is
 predicted, before any launch, from the calibration ``bench/perfmodel_validation.py`` fitted to that study's
-defaults alone, with the KV blocks ``tuner.budget`` predicts for it; printed: predicted against measured
+defaults alone, with the KV blocks ``tuner.budget.kv_budget`` predicts for it; printed: predicted against measured
 goodput, Spearman's rank correlation, and, launching the top k predicted points plus the defaults, the best
 measured goodput among them as a share of the grid's best (the issue's goal: ≥ 95 % with ≤ 4 launches).
 """
@@ -29,8 +29,8 @@ from loadtest.workload import load_workload  # noqa: E402
 from perfmodel.protocol import ShortLevelSearch  # noqa: E402
 from perfmodel.rank import Calibration, Candidate, predict  # noqa: E402
 from perfmodel.traffic import Demand  # noqa: E402
-from tuner.budget import estimate_budget  # noqa: E402
-from tuner.gpu import GPUProfile  # noqa: E402
+from tuner.budget.gpu import GPUProfile  # noqa: E402
+from tuner.budget.kv_budget import estimate_budget  # noqa: E402
 from tuner.model.spec import ModelSpec  # noqa: E402
 from tuner.synthetic import shape_config  # noqa: E402
 

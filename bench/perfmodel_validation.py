@@ -37,7 +37,7 @@ from perfmodel.capacity import steady_capacity  # noqa: E402
 from perfmodel.observed import ObservedTrial, observe  # noqa: E402
 from perfmodel.rank import Calibration, Candidate, Check, calibrate, predict  # noqa: E402
 from perfmodel.traffic import Demand  # noqa: E402
-from tuner.gpu import GPUProfile  # noqa: E402
+from tuner.budget.gpu import GPUProfile  # noqa: E402
 from tuner.model.spec import ModelSpec  # noqa: E402
 from tuner.synthetic import shape_config  # noqa: E402
 from tuner.trial_result import TrialResult  # noqa: E402

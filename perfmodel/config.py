@@ -1,5 +1,5 @@
 """What the model needs to know of one vLLM configuration: its scheduler limits and its KV cache, taken from
-the ServeConfig and the KV budget ``tuner.budget`` predicts for it (or the block count vLLM read back)."""
+the ServeConfig and the KV budget ``tuner.budget.kv_budget`` predicts for it (or the block count vLLM read back)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from launch.config import ServeConfig
-    from tuner.budget import KVBudget
+    from tuner.budget.kv_budget import KVBudget
 
 NULL_BLOCKS = 1  # vLLM v1's BlockPool keeps one block aside (its null block): usable = num_gpu_blocks − 1
 

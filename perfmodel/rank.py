@@ -36,8 +36,8 @@ STEADY = SteadyState()  # the default question: capacity once the server has run
 
 if TYPE_CHECKING:
     from launch.config import ServeConfig
-    from tuner.budget import KVBudget
-    from tuner.gpu import GPUProfile
+    from tuner.budget.gpu import GPUProfile
+    from tuner.budget.kv_budget import KVBudget
     from tuner.model.spec import ModelSpec
 
 
@@ -95,10 +95,10 @@ class Calibration:
 
 def physical_costs(spec: ModelSpec, gpu: GPUProfile, family: Family) -> Costs:
     """The coefficients no calibration fits: KV bytes at the memory bandwidth, prefill attention at the
-    matmuls' efficiency (``tuner.roofline.prefill_flops``: f(L) = αL + βL², a (query, key) pair costing
+    matmuls' efficiency (``tuner.budget.roofline.prefill_flops``: f(L) = αL + βL², a (query, key) pair costing
     2β/α of a token), async scheduling on a GPU without speculative decoding, a shared front end on a CPU;
     and the prefill cost per token to start from: the matmuls at PREFILL_MFU of the dense peak."""
-    from tuner.roofline import prefill_flops
+    from tuner.budget.roofline import prefill_flops
 
     f1, f2 = prefill_flops(spec, 1), prefill_flops(spec, 2)
     beta = (f2 - 2 * f1) / 2

@@ -14,9 +14,9 @@ from pathlib import Path
 from launch.vllm_info import VllmInfo, probe_vllm
 from loadtest.slo import SLO, parse_slos
 from loadtest.workload import Workload, load_workload
+from tuner.budget.gpu import GPUProfile
 from tuner.certified import WHOM
 from tuner.errors import UsageError
-from tuner.gpu import GPUProfile
 from tuner.measure import MeasurePlan
 from tuner.model.spec import ModelSpec
 from tuner.settings import TuneSettings

@@ -17,7 +17,7 @@ from perfmodel.observed import ObservedTrial, observe
 from perfmodel.protocol import ShortLevelSearch
 from perfmodel.rank import Calibration, Candidate, Prediction, calibrate, rank
 from perfmodel.traffic import Demand
-from tuner.budget import estimate_budget
+from tuner.budget.kv_budget import estimate_budget
 from tuner.measure import MIN_LEVEL_FLOOR, MeasurePlan
 from tuner.space import suggest_config
 from tuner.trial.context import spec_of
@@ -105,7 +105,7 @@ def sample_space(sctx: SpaceContext, n: int, seed: int) -> dict[ServeConfig, dic
 
 
 def candidate(config: ServeConfig, ctx: TrialContext) -> Candidate | None:
-    """``config`` with the KV blocks ``tuner.budget`` predicts, as the trial would budget it; None when the
+    """``config`` with the KV blocks ``tuner.budget.kv_budget`` predicts, as the trial would budget it; None when the
     budget says it cannot launch (dropped, as a trial would be pruned before launch)."""
     budget = estimate_budget(spec_of(config, ctx), ctx.gpu, config, vllm_version=ctx.vllm_version, env=ctx.env)
     if not budget.feasible:

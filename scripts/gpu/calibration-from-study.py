@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from budget_calibration_io import SHAPE_KEYS  # noqa: E402
 
-from tuner.calibration_points import parse_log  # noqa: E402
+from tuner.budget.calibration_points import parse_log  # noqa: E402
 from tuner.synthetic import shape_config, w4a16_quantization_config  # noqa: E402
 
 SETTING_COLUMNS = (

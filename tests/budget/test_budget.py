@@ -8,14 +8,14 @@ import pytest
 from configs import GEMMA2_9B, GEMMA3_1B, LLAMA_3_8B, MIXTRAL_8X7B, QWEN2_5_7B
 
 from launch.config import ServeConfig
-from tuner.budget import emulated_gmu, estimate_budget
-from tuner.calibration_points import load_points
+from tuner.budget.calibration_points import load_points
+from tuner.budget.gpu import GPUProfile
+from tuner.budget.kv_budget import emulated_gmu, estimate_budget
+from tuner.budget.vllm_defaults import DEFAULT_GMU, default_batch_limits
 from tuner.errors import UsageError
-from tuner.gpu import GPUProfile
 from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config
 from tuner.units import GIB
-from tuner.vllm_defaults import DEFAULT_GMU, default_batch_limits
 
 CPU = GPUProfile.load("cpu")
 H200 = GPUProfile.load("h200")

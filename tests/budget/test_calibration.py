@@ -1,4 +1,4 @@
-"""The CUDA-graph estimate vLLM takes off the KV budget: which runner does it (tuner/vllm_runner.py), how the
+"""The CUDA-graph estimate vLLM takes off the KV budget: which runner does it (tuner/budget/vllm_runner.py), how the
 budget applies it, and that the stored H200 points agree with both. The calibration's predictions are
 judged on points it was not fitted on: each study's points against a calibration of the other studies."""
 
@@ -10,12 +10,12 @@ import pytest
 from configs import LLAMA_3_8B, MIXTRAL_8X7B, QWEN1_5_MOE_A2_7B
 
 from launch.config import ServeConfig
-from tuner.budget import estimate_budget
-from tuner.calibration import Settings, structural_activation_bytes, structural_cudagraph_bytes
-from tuner.calibration_points import load_points
-from tuner.gpu import GPUProfile
+from tuner.budget.calibration import Settings, structural_activation_bytes, structural_cudagraph_bytes
+from tuner.budget.calibration_points import load_points
+from tuner.budget.gpu import GPUProfile
+from tuner.budget.kv_budget import estimate_budget
+from tuner.budget.vllm_runner import subtracts_cudagraph_estimate, uses_v1_runner
 from tuner.model.spec import ModelSpec
-from tuner.vllm_runner import subtracts_cudagraph_estimate, uses_v1_runner
 
 H200 = GPUProfile.load("h200")
 LLAMA = ModelSpec.from_config(LLAMA_3_8B)
@@ -154,7 +154,7 @@ def test_v1_runner_sampler_warmup_can_set_the_activation_peak() -> None:
 
 
 def test_gpu_weights_include_what_vllm_adds_at_load() -> None:
-    from tuner.calibration import gpu_weight_bytes
+    from tuner.budget.calibration import gpu_weight_bytes
     from tuner.synthetic import shape_config, w4a16_quantization_config
 
     gib = 1 << 30

@@ -7,8 +7,8 @@ import shutil
 import pytest
 import yaml
 
+from tuner.budget.gpu import GPUProfile, builtin_gpus
 from tuner.errors import ProfileError, UsageError
-from tuner.gpu import GPUProfile, builtin_gpus
 
 EXPECTED = {"a10", "a30", "l4", "l40s", "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "rtx4090", "cpu"}
 

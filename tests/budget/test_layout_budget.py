@@ -7,8 +7,8 @@ import pytest
 from configs import LLAMA_3_8B, QWEN2_5_7B
 
 from launch.config import ServeConfig
-from tuner.budget import estimate_budget
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
+from tuner.budget.kv_budget import estimate_budget
 from tuner.layout import Layout, layouts, per_gpu, searched_layouts, tp_problem
 from tuner.model.spec import ModelSpec
 from tuner.units import GIB

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from configs import LLAMA_3_8B, MIXTRAL_8X7B
 
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
+from tuner.budget.roofline import decode_tpot_floor_ms, prefill_floor_ms, prefill_flops
 from tuner.model.spec import ModelSpec
-from tuner.roofline import decode_tpot_floor_ms, prefill_floor_ms, prefill_flops
 
 H200 = GPUProfile.load("h200")
 

@@ -14,10 +14,10 @@ from launch.errors import LaunchFailure
 from launch.server import start_server
 from tests.conftest import require_module
 from tests.procs import wait_until_gone
-from tuner.budget import estimate_budget
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
+from tuner.budget.kv_budget import estimate_budget
+from tuner.budget.vllm_defaults import installed_vllm_version
 from tuner.model.spec import ModelSpec
-from tuner.vllm_defaults import installed_vllm_version
 
 pytestmark = [pytest.mark.vllm, pytest.mark.long]
 ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}

@@ -10,6 +10,7 @@ from export_data import ROOT, certify, tiny_best
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tuner.budget.gpu import GPUProfile
 from tuner.errors import ProfileError, UsageError
 from tuner.export.cost import (
     NOT_CERTIFIED,
@@ -21,7 +22,6 @@ from tuner.export.cost import (
     usd_per_million_output_tokens,
     winner_basis,
 )
-from tuner.gpu import GPUProfile
 
 
 @given(price=st.floats(0.01, 100.0), tok_s=st.floats(1.0, 1e6))

@@ -19,7 +19,7 @@ from launch.fingerprint import model_fingerprint
 from launch.script import docker_run_command, render_launch_script, write_launch_script
 from launch.vllm_info import VllmInfo
 from tests.conftest import require
-from tuner.vllm_defaults import installed_vllm_version
+from tuner.budget.vllm_defaults import installed_vllm_version
 
 HOSTILE = ["my model", 'it\'s "quoted"', "$(touch pwned)", "`touch pwned2`", "semi;colon & amp", "new\nline"]
 

@@ -1,5 +1,5 @@
 """perfmodel.engine + server: queueing sanity checks with known answers, the KV block accounting against
-tuner.budget, preemption, and prefix-cache hits across repeated levels."""
+tuner.budget.kv_budget, preemption, and prefix-cache hits across repeated levels."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from perfmodel.config import NULL_BLOCKS, EngineConfig
 from perfmodel.costs import Costs
 from perfmodel.server import Server
 from perfmodel.traffic import ClosedLoad, OpenLoad, Request, closed_load, poisson_load
-from tuner.budget import estimate_budget
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
+from tuner.budget.kv_budget import estimate_budget
 from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config
 
@@ -65,7 +65,7 @@ def test_a_closed_loop_completes_its_clients_over_their_latency():
 
 def test_kv_blocks_hold_as_many_longest_requests_as_the_budget_predicts():
     """Requests of max_model_len tokens: the simulated engine runs exactly as many at once as the blocks
-    tuner.budget predicts can hold (vLLM's 'Maximum concurrency'), less vLLM's null block."""
+    tuner.budget.kv_budget predicts can hold (vLLM's 'Maximum concurrency'), less vLLM's null block."""
     spec = ModelSpec.from_config(shape_config("llama-3-8b"))
     config = ServeConfig(
         "/m", max_model_len=1280, max_num_seqs=512, max_num_batched_tokens=65536, enable_chunked_prefill=False

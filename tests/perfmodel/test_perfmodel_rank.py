@@ -19,7 +19,7 @@ from perfmodel.observed import ObservedLevel, ObservedTrial
 from perfmodel.protocol import ShortLevelSearch
 from perfmodel.rank import Calibration, Candidate, Check, calibrate, predict, rank
 from perfmodel.traffic import Demand
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
 from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config
 

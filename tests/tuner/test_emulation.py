@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from launch.config import ServeConfig
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
 from tuner.trial.context import TrialContext, launched_config
 
 

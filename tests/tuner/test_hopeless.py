@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from launch.config import ServeConfig
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
 from tuner.measure import CapacityResult, MeasurePlan
 from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config

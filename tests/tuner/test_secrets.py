@@ -13,8 +13,8 @@ from launch.vllm_info import VllmInfo
 from loadtest.redact import mask, without_password
 from loadtest.slo import parse_slos
 from loadtest.workload import load_workload
+from tuner.budget.gpu import GPUProfile
 from tuner.errors import UsageError
-from tuner.gpu import GPUProfile
 from tuner.inputs import Inputs
 from tuner.model.spec import ModelSpec
 from tuner.settings import resolve

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from launch.config import ServeConfig
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
 from tuner.model.spec import ModelSpec
 from tuner.synthetic import write_model
 from tuner.trial.context import TrialContext, spec_of

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from loadtest.workload import load_workload
 from loadtest.writable import check_output_file
+from tuner.budget.gpu import GPUProfile
 from tuner.errors import UsageError
-from tuner.gpu import GPUProfile
 from tuner.inputs import check_model_dir
 from tuner.project import read_project_file, render_project_file
 from tuner.setting_fields import check_setting

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from launch.config import ServeConfig
+from tuner.budget.gpu import GPUProfile
 from tuner.errors import UsageError
 from tuner.export.layout import gpu_count
-from tuner.gpu import GPUProfile
 
 NOT_CERTIFIED = "not certified: the search's estimate"
 # where a side of best.json (the top level for the winner, ``baseline`` for vLLM's defaults) keeps its

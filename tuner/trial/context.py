@@ -20,14 +20,14 @@ from launch.config import ServeConfig
 from loadtest.slo import SLO
 from loadtest.spec import LoadSpec
 from loadtest.workload import Workload
-from tuner.budget import emulated_gmu
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
+from tuner.budget.kv_budget import emulated_gmu
+from tuner.budget.vllm_defaults import effective
 from tuner.level import Level
 from tuner.measure import CapacityResult, MeasurePlan
 from tuner.model.spec import ModelSpec
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.launcher import Launcher, VllmLauncher
-from tuner.vllm_defaults import effective
 
 # On the cpu profile the load generator shares the cores with the server it measures, and vLLM's engine
 # busy-polls for work: at equal priority the generator waited behind it (docs/loadtest.md). So trials

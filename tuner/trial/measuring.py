@@ -14,10 +14,10 @@ from typing import Any
 from launch.config import ServeConfig
 from loadtest.report import LoadReport
 from loadtest.runner import LoadSpec, run_load
+from tuner.budget.vllm_defaults import effective
 from tuner.level import Level
 from tuner.measure import CapacityResult, MeasurePlan, capacity_search
 from tuner.trial.context import TrialContext, load_spec
-from tuner.vllm_defaults import effective
 
 # A trial is PRUNED after its saturation probe when the probe's throughput x this is below the best goodput
 # so far and the server runs no more sequences at once than the probe sends (the probe then keeps it full,

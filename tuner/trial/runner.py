@@ -18,7 +18,7 @@ from typing import Any
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
-from tuner.budget import estimate_budget
+from tuner.budget.kv_budget import estimate_budget
 from tuner.level import Level, level_line
 from tuner.measure import CapacityResult, slo_excess
 from tuner.trial.context import TrialContext, launched_config, launcher_of, spec_of

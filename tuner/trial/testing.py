@@ -19,7 +19,7 @@ from launch.errors import LaunchFailure
 from launch.readback import ReadBack
 from loadtest.lengths import LengthDist
 from loadtest.workload import Workload
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
 from tuner.measure import MeasurePlan
 from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config

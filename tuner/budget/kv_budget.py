@@ -1,7 +1,7 @@
 """The KV-cache budget: from config.json, a GPU profile and a ServeConfig to KV tokens, max concurrency,
 the largest max_model_len that fits, and feasible + reasons — before anything is launched.
 
-The KV bytes (tuner.kv_memory: what vLLM hands to the KV cache on a GPU or on vLLM-CPU) become whole
+The KV bytes (tuner.budget.kv_memory: what vLLM hands to the KV cache on a GPU or on vLLM-CPU) become whole
 blocks the way vLLM pages them (kv_cache_utils: one pool per group of layers, sliding-window groups need
 only the window), and KV tokens = max concurrency × max_model_len.
 """
@@ -14,17 +14,17 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from launch.config import ServeConfig, speculation_on
-from tuner.calibration import gpu_weight_bytes
-from tuner.calibration_points import CalibrationPoint
+from tuner.budget.calibration import gpu_weight_bytes
+from tuner.budget.calibration_points import CalibrationPoint
+from tuner.budget.gpu import GPUProfile
+from tuner.budget.kv_memory import KVMemory, kv_memory
+from tuner.budget.kv_paging import Paging
+from tuner.budget.vllm_defaults import Effective, default_block_size, effective
+from tuner.budget.vllm_runner import at_least as _at_least
 from tuner.errors import UsageError
-from tuner.gpu import GPUProfile
-from tuner.kv_memory import KVMemory, kv_memory
-from tuner.kv_paging import Paging
 from tuner.layout import tp_problem
 from tuner.model.spec import ModelSpec
 from tuner.units import GIB
-from tuner.vllm_defaults import Effective, default_block_size, effective
-from tuner.vllm_runner import at_least as _at_least
 
 
 @dataclass(frozen=True)

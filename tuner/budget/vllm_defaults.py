@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from launch.config import ServeConfig
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
+from tuner.budget.vllm_runner import at_least as _at_least
 from tuner.model.spec import ModelSpec
 from tuner.units import GIB
-from tuner.vllm_runner import at_least as _at_least
 
 DEFAULT_GMU = 0.92  # CacheConfig.gpu_memory_utilization in vLLM 0.26.0 and 0.32.0
 ASSUMED_VLLM_VERSION = "0.26.0"  # the defaults assumed when no version is given and none is installed

@@ -15,7 +15,7 @@ import yaml
 from tuner.errors import ProfileError
 from tuner.model.spec import ModelSpec
 
-ROOT = Path(__file__).resolve().parent.parent / "profiles" / "calibration"
+ROOT = Path(__file__).resolve().parents[2] / "profiles" / "calibration"
 
 
 @dataclass(frozen=True)

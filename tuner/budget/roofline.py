@@ -11,7 +11,7 @@ indexes).
 
 from __future__ import annotations
 
-from tuner.gpu import GPUProfile
+from tuner.budget.gpu import GPUProfile
 from tuner.model.spec import ModelSpec
 
 

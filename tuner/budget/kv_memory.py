@@ -1,4 +1,4 @@
-"""The bytes vLLM hands to the KV cache, before they are paged (tuner.budget pages them).
+"""The bytes vLLM hands to the KV cache, before they are paged (tuner.budget.kv_budget pages them).
 
 GPU (vLLM 0.26 and 0.32, gpu_worker.determine_available_memory):
     KV bytes = total × gmu − weights − peak activation − non-torch − CUDA-graph estimate
@@ -13,13 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from launch.config import ServeConfig
-from tuner.calibration import CUDA_CONTEXT_BYTES, Settings, overheads
-from tuner.calibration_points import CalibrationPoint
-from tuner.gpu import GPUProfile
+from tuner.budget.calibration import CUDA_CONTEXT_BYTES, Settings, overheads
+from tuner.budget.calibration_points import CalibrationPoint
+from tuner.budget.gpu import GPUProfile
+from tuner.budget.vllm_defaults import Effective
+from tuner.budget.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner
 from tuner.model.spec import ModelSpec
 from tuner.units import GIB
-from tuner.vllm_defaults import Effective
-from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tuner.calibration_points import CalibrationPoint, load_points
-from tuner.gpu import GPUProfile
+from tuner.budget.calibration_points import CalibrationPoint, load_points
+from tuner.budget.gpu import GPUProfile
+from tuner.budget.vllm_defaults import default_batch_limits
+from tuner.budget.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner
 from tuner.model.spec import ModelSpec
 from tuner.units import GIB
-from tuner.vllm_defaults import default_batch_limits
-from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, uses_v1_runner
 
 # The model's coefficients, measured on the lent H200 with vLLM 0.26.0 (profiles/calibration/
 # h200-vllm-0.26.yaml, six runs: Llama-3-8B x2, Qwen2.5-7B x2, Qwen1.5-MoE-A2.7B, tiny Llama):
@@ -33,10 +33,10 @@ from tuner.vllm_runner import speculative_tokens, subtracts_cudagraph_estimate, 
 # * CUDA graphs 0.05 GiB + per layer 0.0036 GiB + 0.0264 GiB x min(max_num_seqs x (1 + k), 512)/512, k the
 #   speculative tokens per step (vLLM sizes decode graphs in tokens: max_num_seqs x uniform_decode_query_len);
 #   0.98 GiB for 32 layers at 1024 seqs, 0.59 GiB at 256 seqs, 0.11 GiB for 2 layers. vLLM's own *estimate*
-#   of it (what the V1 runner takes off the KV budget, tuner/vllm_runner.py) is calibrated separately: on the
+#   of it (what the V1 runner takes off the KV budget, tuner/budget/vllm_runner.py) is calibrated separately: on the
 #   H200 it came to 0.46-0.61 x this model (0.23-0.37 GiB for 64 seqs, k = 1-5);
 # * the CUDA context leaves 139.29 of 139.80 GiB free at startup (0.51 GiB).
-# * with the V1 model runner (tuner/vllm_runner.py) the profile run also warms the sampler up on
+# * with the V1 model runner (tuner/budget/vllm_runner.py) the profile run also warms the sampler up on
 #   min(max_num_seqs, max_num_batched_tokens) rows of full-vocabulary logits (``_dummy_sampler_run``: fp32
 #   logits, top-k/top-p sorting with int64 indices, softmax, cumulative sums), twice; the peak is the larger
 #   of that and the forward pass. 512 rows of Llama-3-8B's 128,256 logits peaked at 1.95 GiB (32 B per
@@ -153,7 +153,7 @@ def overheads(
 def cudagraph_estimate_gib(p: CalibrationPoint) -> float | None:
     """The CUDA-graph estimate vLLM took off this point's KV budget: logged by 0.32 ("… GiB (estimated)"),
     else implied by the 0.26 figures (requested - weights - activation - non-torch - available KV, each
-    rounded to 0.01 GiB) when its runner subtracts one (tuner/vllm_runner.py); None when it does not."""
+    rounded to 0.01 GiB) when its runner subtracts one (tuner/budget/vllm_runner.py); None when it does not."""
     r = p.reported
     if "cudagraph_estimate_gib" in r:
         return float(r["cudagraph_estimate_gib"])
