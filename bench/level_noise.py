@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from loadtest.runner import run_load  # noqa: E402
 from loadtest.spec import LoadSpec  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
-from tuner.settings import resolve  # noqa: E402
+from tuner.settings.tune_settings import resolve  # noqa: E402
 from tuner.tune_setup import base_config, trial_context  # noqa: E402
 
 

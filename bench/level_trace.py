@@ -24,7 +24,7 @@ from launch.server import start_server  # noqa: E402
 from loadtest.report import LoadReport  # noqa: E402
 from loadtest.runner import run_load  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
-from tuner.settings import resolve  # noqa: E402
+from tuner.settings.tune_settings import resolve  # noqa: E402
 from tuner.trial.context import load_spec  # noqa: E402
 from tuner.tune_setup import base_config, trial_context  # noqa: E402
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from loadtest.slo import SLOError, parse_slos
 from tuner.cli import main as tune_main
-from tuner.setting_fields import FIELDS
+from tuner.settings.fields import FIELDS
 
 PROFILE = settings(
     max_examples=int(os.environ.get("SLOTUNE_PROPERTY_EXAMPLES", "40")),

@@ -16,7 +16,7 @@ def test_ngram_acceptance_is_measured_on_the_copy_workload(
     real_model: Path, vllm_python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tuner.inputs import load_inputs
-    from tuner.settings import resolve
+    from tuner.settings.tune_settings import resolve
     from tuner.trial.runner import run_trial
     from tuner.trial_result import COMPLETE
     from tuner.tune_setup import base_config, trial_context

@@ -19,7 +19,7 @@ from tuner.certified import WHOM
 from tuner.errors import UsageError
 from tuner.measure import MeasurePlan
 from tuner.model.spec import ModelSpec
-from tuner.settings import TuneSettings
+from tuner.settings.tune_settings import TuneSettings
 
 CPU_KV_SPACE_DEFAULT_GIB = "2"
 

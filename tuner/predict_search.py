@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import optuna
 
     from launch.config import ServeConfig
-    from tuner.settings import TuneSettings
+    from tuner.settings.tune_settings import TuneSettings
     from tuner.space import SpaceContext
     from tuner.time_budget import TimeBudget
 

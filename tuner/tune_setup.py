@@ -17,7 +17,7 @@ from launch.fingerprint import model_fingerprint
 from tuner.inputs import Inputs, measure_plan
 from tuner.layout import searched_layouts
 from tuner.progress import Progress
-from tuner.settings import TuneSettings
+from tuner.settings.tune_settings import TuneSettings
 from tuner.space import SpaceContext, suggest_config
 from tuner.study import STUDY_NAME, storage_for
 from tuner.study_identity import check_same_study, study_defines

@@ -128,7 +128,7 @@ def test_a_committed_certified_study_costs_its_certified_soaks() -> None:
 
 
 def test_tune_takes_a_gpu_price_and_refuses_a_negative_one() -> None:
-    from tuner.settings import resolve
+    from tuner.settings.tune_settings import resolve
 
     base = {"model": "m", "gpu": "a30", "slo": "ttft_p95=2s"}
     assert resolve({}, {**base, "gpu_price": 1.5}).gpu_price == 1.5

@@ -8,7 +8,7 @@ import pytest
 from tests.quantize.conftest import SAMPLES
 from tuner.inputs import load_inputs
 from tuner.quantize.step import maybe_quantize
-from tuner.settings import resolve
+from tuner.settings.tune_settings import resolve
 from tuner.space import suggest_config
 from tuner.tune_setup import base_config, space_context
 

@@ -88,7 +88,7 @@ def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_pat
     from launch.vllm_info import VllmInfo
     from tuner import inputs as inputs_mod
     from tuner import pipeline
-    from tuner.settings import resolve
+    from tuner.settings.tune_settings import resolve
     from tuner.synthetic import write_model
     from tuner.trial_result import TrialResult
 

@@ -17,7 +17,7 @@ from tuner.predict_search import (
     converged,
     run_predicted,
 )
-from tuner.settings import TuneSettings
+from tuner.settings.tune_settings import TuneSettings
 from tuner.space import SpaceContext, suggest_config
 from tuner.study import enqueue_first, open_study, results_of
 from tuner.trial_result import COMPLETE, TrialResult

@@ -1,9 +1,9 @@
 import pytest
 
 from tuner.errors import ProfileError, UsageError
-from tuner.project import read_project_file, render_project_file
-from tuner.setting_fields import FIELDS
-from tuner.settings import resolve
+from tuner.settings.fields import FIELDS
+from tuner.settings.project import read_project_file, render_project_file
+from tuner.settings.tune_settings import resolve
 
 
 def test_flags_override_file_override_defaults(tmp_path):

@@ -17,7 +17,7 @@ from tuner.budget.gpu import GPUProfile
 from tuner.errors import UsageError
 from tuner.inputs import Inputs
 from tuner.model.spec import ModelSpec
-from tuner.settings import resolve
+from tuner.settings.tune_settings import resolve
 
 SECRET = "s3cr3t-Pa55"
 URL = f"postgresql+psycopg://tuner:{SECRET}@127.0.0.1:1/slotune"

@@ -6,11 +6,11 @@ import argparse
 import json
 
 from launch.config import ServeConfig
-from tuner import rules
 from tuner.budget.gpu import GPUProfile
 from tuner.budget.kv_budget import KVBudget, estimate_budget
 from tuner.model.spec import ModelSpec
-from tuner.rules import flag_type
+from tuner.settings import rules
+from tuner.settings.rules import flag_type
 from tuner.units import GIB
 
 

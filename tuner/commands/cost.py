@@ -9,8 +9,8 @@ import json
 from tuner.errors import UsageError
 from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.export.study import read_study
-from tuner.rules import flag_type
-from tuner.setting_fields import FIELDS
+from tuner.settings.fields import FIELDS
+from tuner.settings.rules import flag_type
 
 
 def configure(p: argparse.ArgumentParser) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from loadtest.writable import check_output_file
 from tuner.export.formats import RENDERERS, export_study
-from tuner.rules import flag_type
-from tuner.setting_fields import FIELDS
+from tuner.settings.fields import FIELDS
+from tuner.settings.rules import flag_type
 
 
 def configure(p: argparse.ArgumentParser) -> None:

@@ -10,8 +10,8 @@ from loadtest.writable import check_output_file
 from tuner.budget.gpu import GPUProfile
 from tuner.errors import UsageError
 from tuner.inputs import check_model_dir
-from tuner.project import read_project_file, render_project_file
-from tuner.setting_fields import check_setting
+from tuner.settings.fields import check_setting
+from tuner.settings.project import read_project_file, render_project_file
 
 
 def configure(p: argparse.ArgumentParser) -> None:

@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from loadtest.writable import check_output_dir
-from tuner import rules
 from tuner.errors import UsageError
 from tuner.model.real_model import REAL_MODELS, build_real_model
-from tuner.rules import flag_type
+from tuner.settings import rules
+from tuner.settings.rules import flag_type
 from tuner.synthetic import SHAPES, write_model
 
 

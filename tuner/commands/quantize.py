@@ -6,12 +6,12 @@ import argparse
 import json
 import sys
 
-from tuner import rules
 from tuner.errors import QuantizeError, UsageError
 from tuner.quantize import setup
 from tuner.quantize.api import GateThresholds, QualityGateError, default_python, quantize
 from tuner.quantize.recipe import QuantizeRecipe
-from tuner.rules import flag_type
+from tuner.settings import rules
+from tuner.settings.rules import flag_type
 
 _DEFAULTS = {"max_nll_delta": 0.10, "max_kl": 0.10, "min_top1": 0.50, "min_layer_cosine": 0.98}
 

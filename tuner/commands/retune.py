@@ -10,13 +10,13 @@ import json
 import sys
 from pathlib import Path
 
-from tuner import rules
 from tuner.errors import UsageError
 from tuner.out_dir import claimed
-from tuner.project import find_project_file, read_project_file
-from tuner.rules import flag_type
-from tuner.setting_fields import FIELDS
-from tuner.settings import resolve
+from tuner.settings import rules
+from tuner.settings.fields import FIELDS
+from tuner.settings.project import find_project_file, read_project_file
+from tuner.settings.rules import flag_type
+from tuner.settings.tune_settings import resolve
 
 
 def configure(p: argparse.ArgumentParser) -> None:

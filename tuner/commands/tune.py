@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 from tuner.headline import CONFIRMED, headline
 from tuner.inputs import load_inputs
 from tuner.out_dir import claimed
-from tuner.project import find_project_file, read_project_file
 from tuner.quantize.step import maybe_quantize
-from tuner.setting_fields import FIELDS
-from tuner.settings import TuneSettings, resolve
+from tuner.settings.fields import FIELDS
+from tuner.settings.project import find_project_file, read_project_file
+from tuner.settings.tune_settings import TuneSettings, resolve
 
 if TYPE_CHECKING:
     from tuner.confirm import Confirmation
@@ -27,7 +27,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         if f.type is bool:
             p.add_argument(flag, dest=name, action="store_true", default=None, help=f.help)
             continue
-        p.add_argument(  # no type=: the text is checked by tuner.settings.check_setting, as the file's values are
+        # no type=: the text is checked by tuner.settings.fields.check_setting, as the file's values are
+        p.add_argument(
             flag,
             dest=name,
             default=None,

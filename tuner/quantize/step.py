@@ -9,7 +9,7 @@ from __future__ import annotations
 from tuner.errors import UsageError
 from tuner.inputs import Inputs
 from tuner.quantize.api import default_python, quantize
-from tuner.settings import TuneSettings
+from tuner.settings.tune_settings import TuneSettings
 
 
 def maybe_quantize(settings: TuneSettings, inputs: Inputs) -> str | None:

@@ -1,6 +1,6 @@
 """TuneSettings: the resolved settings of one ``tune`` run (built-in defaults < slotune.yaml < flags).
 
-Every setting is described, and its values checked, in ``tuner.setting_fields`` (``FIELDS``,
+Every setting is described, and its values checked, in ``tuner.settings.fields`` (``FIELDS``,
 ``check_setting``); TuneSettings checks its own values there too.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from loadtest.redact import mask_tree
 from tuner.errors import UsageError
-from tuner.setting_fields import FIELDS, check_setting
+from tuner.settings.fields import FIELDS, check_setting
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The project file ``slotune.yaml``: read and validate it (naming file, line and key on error), and
-write a commented one for ``tune init``. Keys and their meaning come from ``tuner.settings.FIELDS``.
+write a commented one for ``tune init``. Keys and their meaning come from ``tuner.settings.fields.FIELDS``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import yaml
 
 from loadtest.textfile import read_yaml
 from tuner.errors import ProfileError
-from tuner.setting_fields import FIELDS, check_setting
+from tuner.settings.fields import FIELDS, check_setting
 
 DEFAULT_NAME = "slotune.yaml"
 

@@ -1,4 +1,4 @@
-"""What each setting accepts: one ``Rule`` per ``tuner.settings.FIELDS`` entry, applied to a flag's text
+"""What each setting accepts: one ``Rule`` per ``tuner.settings.fields.FIELDS`` entry, applied to a flag's text
 and to a slotune.yaml value alike, so the two can never disagree (a flag once took ``--level-seconds -5``
 that the file refused).
 

@@ -1,6 +1,6 @@
 """``FIELDS``: the single description of every ``tune`` setting — its type, unit/valid values (a
-``tuner.rules.Rule``) and help — and ``check_setting``, through which the CLI flags, the project file
-(tuner.project) and ``tune init`` check values, so a flag and the file accept exactly the same values."""
+``tuner.settings.rules.Rule``) and help — and ``check_setting``, through which the CLI flags, the project file
+(tuner.settings.project) and ``tune init`` check values, so a flag and the file accept exactly the same values."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadtest.redact import mask
-from tuner import rules
 from tuner.errors import ProfileError, UsageError
-from tuner.rules import Rule
+from tuner.settings import rules
+from tuner.settings.rules import Rule
 
 
 @dataclass(frozen=True)
