@@ -20,7 +20,7 @@ from pathlib import Path
 from loadtest.workload import Workload
 from perfmodel.protocol import ShortLevelSearch
 from perfmodel.traffic import requests_of
-from tuner.trial_result import COMPLETE, TrialResult
+from tuner.trial.result import COMPLETE, TrialResult
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_8S = ShortLevelSearch(

@@ -40,7 +40,7 @@ from perfmodel.traffic import Demand  # noqa: E402
 from tuner.budget.gpu import GPUProfile  # noqa: E402
 from tuner.model.spec import ModelSpec  # noqa: E402
 from tuner.synthetic import shape_config  # noqa: E402
-from tuner.trial_result import TrialResult  # noqa: E402
+from tuner.trial.result import TrialResult  # noqa: E402
 
 KNOBS = ("max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill", "enable_prefix_caching", "kv_cache_dtype")
 

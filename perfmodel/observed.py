@@ -13,7 +13,7 @@ from perfmodel.traffic import Demand
 
 if TYPE_CHECKING:
     from launch.config import ServeConfig
-    from tuner.trial_result import TrialResult
+    from tuner.trial.result import TrialResult
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The capacity search the committed studies were measured with, replayable against any oracle: the real
 server (their recorded outcomes) or the model.
 
-It is ``tuner.measure.capacity_search`` as it stood before steady-state levels (issue #22), with its
+It is ``tuner.trial.capacity.capacity_search`` as it stood before steady-state levels (issue #22), with its
 ``MeasurePlan``: a closed-loop probe of ``probe_concurrency`` (at most twice the sequences the server
 runs at once) estimates the saturation throughput; a level at ``low_rate_fraction`` of it must meet the
 SLO; a level at ``high_rate_factor`` × saturation, widened ×1.5 up to ``max_expansions`` times while it

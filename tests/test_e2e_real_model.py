@@ -17,8 +17,8 @@ def test_ngram_acceptance_is_measured_on_the_copy_workload(
 ) -> None:
     from tuner.inputs import load_inputs
     from tuner.settings.tune_settings import resolve
+    from tuner.trial.result import COMPLETE
     from tuner.trial.runner import run_trial
-    from tuner.trial_result import COMPLETE
     from tuner.tune_setup import base_config, trial_context
 
     monkeypatch.setenv("VLLM_CPU_CI_ENV", "1")  # a ~30 s start instead of the compile path's ~60 s

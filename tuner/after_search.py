@@ -21,8 +21,8 @@ from tuner.spec_rule import find_twin, speculates, twin_of
 from tuner.study import finished, results_of, run_study
 from tuner.study_outputs import stored_runs
 from tuner.summary import Summary
+from tuner.trial.result import TrialResult
 from tuner.trial.runner import run_trial
-from tuner.trial_result import TrialResult
 from tuner.tune_setup import TuneRun
 
 

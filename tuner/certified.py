@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from tuner.certify import Certification
 from tuner.summary import Summary
-from tuner.trial_result import TrialResult
+from tuner.trial.result import TrialResult
 
 STUDY_ATTR = "certifications"
 

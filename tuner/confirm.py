@@ -17,8 +17,8 @@ from typing import Any
 
 from launch.config import ServeConfig
 from tuner.summary import Summary
+from tuner.trial.result import TrialResult, TrialState
 from tuner.trial.scheduler import Scheduler
-from tuner.trial_result import TrialResult, TrialState
 
 CONFIRM_TRIAL_BASE = 9000  # above any search trial's number (a study runs tens of trials)
 

@@ -17,9 +17,9 @@ from loadtest.workload import Workload, load_workload
 from tuner.budget.gpu import GPUProfile
 from tuner.certified import WHOM
 from tuner.errors import UsageError
-from tuner.measure import MeasurePlan
 from tuner.model.spec import ModelSpec
 from tuner.settings.tune_settings import TuneSettings
+from tuner.trial.capacity import MeasurePlan
 
 CPU_KV_SPACE_DEFAULT_GIB = "2"
 

@@ -76,7 +76,7 @@ def tp_problem(spec: ModelSpec, tp: int) -> str | None:
 def layouts(spec: ModelSpec, gpus: int, *, data_parallel: bool) -> tuple[Layout, ...]:
     """Every layout of at most ``gpus`` GPUs vLLM accepts for ``spec``: tensor-parallel sizes that pass
     ``tp_problem``, times 1..gpus // tp replicas where ``data_parallel`` (the installed vLLM has the flag).
-    Smaller layouts are kept: trials that fit run side by side on disjoint GPU groups (tuner.placement)."""
+    Smaller layouts are kept: trials that fit run side by side on disjoint GPU groups (tuner.trial.placement)."""
     out = []
     for tp in range(1, gpus + 1):
         if tp_problem(spec, tp) is not None:

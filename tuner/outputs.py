@@ -24,7 +24,7 @@ from tuner.layout import layout_columns
 from tuner.predict_report import median_error, predictions
 from tuner.spec_rule import apply_rule
 from tuner.summary import Summary, certified_summary, summarize
-from tuner.trial_result import TrialResult
+from tuner.trial.result import TrialResult
 
 
 def atomic_write(path: Path, text: str) -> None:

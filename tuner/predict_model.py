@@ -1,7 +1,7 @@
 """perfmodel as ``tune --predict`` uses it (issue #24): what a measured trial teaches the model, one engine
 family's calibration, and sampled configurations budgeted and ranked by predicted steady-state capacity.
 
-The tuner's levels (``tuner.measure`` since #22) are not the short levels perfmodel was validated on: each
+The tuner's levels (``tuner.trial.capacity`` since #22) are not the short levels perfmodel was validated on: each
 level has its own load seed (``tuner.trial.measuring.level_seed``), so no level repeats another's prompts, and it
 goes on sending until it has lasted ``level_e2e_multiple`` request lifetimes. So each level is replayed as a
 trial of its own (a fresh simulated server, its own prompts), with the requests its rate sent over its length.
@@ -18,11 +18,11 @@ from perfmodel.protocol import ShortLevelSearch
 from perfmodel.rank import Calibration, Candidate, Prediction, calibrate, rank
 from perfmodel.traffic import Demand
 from tuner.budget.kv_budget import estimate_budget
-from tuner.measure import MIN_LEVEL_FLOOR, MeasurePlan
 from tuner.space import suggest_config
+from tuner.trial.capacity import MIN_LEVEL_FLOOR, MeasurePlan
 from tuner.trial.context import spec_of
 from tuner.trial.measuring import level_seed
-from tuner.trial_result import TrialResult
+from tuner.trial.result import TrialResult
 
 if TYPE_CHECKING:
     from launch.config import ServeConfig

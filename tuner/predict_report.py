@@ -11,7 +11,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from tuner.svg import xy_chart
-from tuner.trial_result import PREDICTED, TrialResult, TrialState
+from tuner.trial.result import PREDICTED, TrialResult, TrialState
 
 if TYPE_CHECKING:
     from perfmodel.rank import Prediction

@@ -22,8 +22,8 @@ from perfmodel.rank import Calibration, Check, Prediction
 from tuner.predict_model import Model, sample_space
 from tuner.predict_report import measured_rate, prediction_attr, with_prediction
 from tuner.study import finished, results_of, run_study
+from tuner.trial.result import PREDICTED, TrialResult, TrialState
 from tuner.trial.scheduler import Scheduler
-from tuner.trial_result import PREDICTED, TrialResult, TrialState
 
 if TYPE_CHECKING:
     import optuna
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from launch.config import ServeConfig
     from tuner.settings.tune_settings import TuneSettings
     from tuner.space import SpaceContext
-    from tuner.time_budget import TimeBudget
+    from tuner.trial.time_budget import TimeBudget
 
 PREDICTED_ATTR = PREDICTED  # an enqueued trial's prediction (user attr), kept in its TrialResult.extra
 __all__ = ["guided_search", "measured_rate", "prediction_attr", "run_predicted", "with_prediction"]

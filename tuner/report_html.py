@@ -12,7 +12,7 @@ from tuner.headline import Headline
 from tuner.outputs import Summary, atomic_write
 from tuner.predict_report import section as predicted_section
 from tuner.svg import bar_chart, pareto_front, xy_chart
-from tuner.trial_result import TrialResult, TrialState
+from tuner.trial.result import TrialResult, TrialState
 
 CSS = (
     "body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}"

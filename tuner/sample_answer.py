@@ -15,7 +15,7 @@ import httpx
 
 from tuner.soak import fresh_server
 from tuner.trial.context import TrialContext
-from tuner.trial_result import TrialResult
+from tuner.trial.result import TrialResult
 
 QUESTION = "What is the capital of France? Answer in one sentence."
 MAX_TOKENS = 48

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from launch.config import ServeConfig
 from loadtest.runner import run_load
 from tuner.certify import Certification, Soak, certify, soak_of
-from tuner.measure import MIN_LEVEL_FLOOR
+from tuner.trial.capacity import MIN_LEVEL_FLOOR
 from tuner.trial.context import TrialContext, launched_config, launcher_of, load_spec
 from tuner.trial.launcher import Server
 

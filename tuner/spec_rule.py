@@ -19,7 +19,7 @@ from typing import Any
 from launch.config import ServeConfig, speculation_on
 from tuner.certify import Certification
 from tuner.summary import Summary
-from tuner.trial_result import TrialResult, TrialState
+from tuner.trial.result import TrialResult, TrialState
 
 
 def twin_of(config: ServeConfig) -> ServeConfig:

@@ -21,11 +21,11 @@ from optuna.storages._heartbeat import get_heartbeat_thread  # what Study.optimi
 from loadtest.crash import one_line
 from loadtest.redact import mask
 from tuner.errors import UsageError
-from tuner.time_budget import TimeBudget
 from tuner.trial.device_rules import DeviceRules
+from tuner.trial.result import TrialResult, TrialState
 from tuner.trial.scheduler import Done, Job, Scheduler
+from tuner.trial.time_budget import TimeBudget
 from tuner.trial_owner import OWNER_ATTR, owner_tag, release_stale_trials
-from tuner.trial_result import TrialResult, TrialState
 
 STUDY_NAME = "slotune"
 log = logging.getLogger("slotune")

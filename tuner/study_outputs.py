@@ -21,7 +21,7 @@ from tuner.report_html import write_report
 from tuner.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.study import results_of, timelines_of
 from tuner.summary import Summary, certified_summary, summarize
-from tuner.trial_result import TrialResult
+from tuner.trial.result import TrialResult
 
 
 class StudyOutputs:

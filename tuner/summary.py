@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from launch.config import ServeConfig
 from tuner.certify import Certification
-from tuner.trial_result import TrialResult, TrialState
+from tuner.trial.result import TrialResult, TrialState
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from tuner.space import SpaceContext, suggest_config
 from tuner.study import STUDY_NAME, storage_for
 from tuner.study_identity import check_same_study, study_defines
 from tuner.study_outputs import StudyOutputs
-from tuner.time_budget import TimeBudget
 from tuner.trial.context import CPU_SERVER_NICE, TrialContext
+from tuner.trial.result import TrialResult
 from tuner.trial.scheduler import Scheduler
-from tuner.trial_result import TrialResult
+from tuner.trial.time_budget import TimeBudget
 
 
 class TrialRunner(Protocol):

@@ -19,7 +19,7 @@ from tuner.confirm import Confirmation
 from tuner.headline import CERTIFIED, CONFIRMED, SEARCH, headline
 from tuner.outputs import summarize, write_outputs
 from tuner.report_html import write_report
-from tuner.trial_result import TrialResult
+from tuner.trial.result import TrialResult
 
 
 def soak(rate: float, holds: bool, sustained: float | None = None) -> Soak:

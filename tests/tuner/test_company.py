@@ -6,7 +6,7 @@ import pytest
 from launch.config import ServeConfig
 from tuner.company import company
 from tuner.outputs import trials_frame
-from tuner.trial_result import COMPLETE, TrialResult
+from tuner.trial.result import COMPLETE, TrialResult
 
 
 def timed(n, host="h1", **tl):

@@ -13,7 +13,7 @@ import pytest
 from launch.config import ServeConfig
 from tuner.confirm import Confirmation, confirm, rival_of
 from tuner.outputs import summarize
-from tuner.trial_result import COMPLETE, FAIL, TrialResult
+from tuner.trial.result import COMPLETE, FAIL, TrialResult
 
 
 def trial(n, goodput, baseline=False, state=COMPLETE, seqs=None):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from launch.config import ServeConfig
 from tuner.budget.gpu import GPUProfile
-from tuner.measure import CapacityResult, MeasurePlan
 from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config
+from tuner.trial.capacity import CapacityResult, MeasurePlan
 from tuner.trial.context import TrialContext
 from tuner.trial.measuring import HOPELESS_FACTOR, hopeless_check, running_capacity
 from tuner.trial.runner import run_trial
@@ -90,7 +90,7 @@ def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_pat
     from tuner import pipeline
     from tuner.settings.tune_settings import resolve
     from tuner.synthetic import write_model
-    from tuner.trial_result import TrialResult
+    from tuner.trial.result import TrialResult
 
     model = write_model(tmp_path / "m", "llama-tiny", weights=False)
     monkeypatch.setattr(
@@ -135,7 +135,7 @@ def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_pat
 
 
 def test_a_level_with_failed_requests_says_what_the_server_answered(tmp_path) -> None:
-    from tuner.level import Level
+    from tuner.trial.level import Level
 
     def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
         on_level(

@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 
 from loadtest.slo import SLO
-from tuner.measure import MeasurePlan, capacity_search, slo_excess
+from tuner.trial.capacity import MeasurePlan, capacity_search, slo_excess
 
 SLOS = (SLO("ttft", 95, 1000.0),)
 
@@ -142,7 +142,7 @@ def test_a_hopeless_configuration_stops_after_the_probe():
 
 def test_a_level_keeps_what_the_first_failed_request_was_told():
     from loadtest.records import RequestRecord
-    from tuner.level import level_of
+    from tuner.trial.level import level_of
 
     said = "The decoder prompt (length 8193) is longer than the maximum model length of 8192."
     recs = (

@@ -5,7 +5,7 @@ import pandas as pd
 from launch.config import ServeConfig
 from tuner.outputs import summarize, write_outputs
 from tuner.report_html import write_report
-from tuner.trial_result import COMPLETE, FAIL, PRUNED, TrialResult
+from tuner.trial.result import COMPLETE, FAIL, PRUNED, TrialResult
 
 CONTRACT = [
     "number",

@@ -15,12 +15,12 @@ import time
 import pytest
 
 from launch.config import ServeConfig
-from tuner.measure import CapacityResult
-from tuner.time_budget import OverBudget, TimeBudget
+from tuner.trial.capacity import CapacityResult
 from tuner.trial.context import TrialContext
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.runner import run_trial
 from tuner.trial.testing import FakeLauncher, FakeServer, fake_context
+from tuner.trial.time_budget import OverBudget, TimeBudget
 
 STARTUP_S, MEASURE_S = 0.3, 0.1
 

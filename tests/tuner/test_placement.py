@@ -1,5 +1,5 @@
 """Placement on several GPUs with fakes: disjoint groups, side by side, first come first served, and one
-server starting at a time per GPU (tuner.placement)."""
+server starting at a time per GPU (tuner.trial.placement)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tuner.errors import UsageError
-from tuner.placement import GpuPool, GroupStartLocks, placed
+from tuner.trial.placement import GpuPool, GroupStartLocks, placed
 
 
 def test_groups_are_disjoint_and_in_listed_order() -> None:

@@ -7,10 +7,10 @@ from launch.config import ServeConfig
 from loadtest.slo import parse_slos
 from loadtest.workload import load_workload
 from perfmodel.traffic import Demand
-from tuner.measure import MeasurePlan
 from tuner.predict_model import observed_levels, short_levels
+from tuner.trial.capacity import MeasurePlan
 from tuner.trial.measuring import level_seed
-from tuner.trial_result import COMPLETE, TrialResult
+from tuner.trial.result import COMPLETE, TrialResult
 
 PLAN = MeasurePlan(probe_requests=48, probe_concurrency=32, level_duration_s=6.0, min_level_requests=12, seed=3)
 BUDGET = {

@@ -20,7 +20,7 @@ from tuner.predict_search import (
 from tuner.settings.tune_settings import TuneSettings
 from tuner.space import SpaceContext, suggest_config
 from tuner.study import enqueue_first, open_study, results_of
-from tuner.trial_result import COMPLETE, TrialResult
+from tuner.trial.result import COMPLETE, TrialResult
 
 BASE = ServeConfig(model="/m")
 SCTX = SpaceContext(base=BASE, min_model_len=1000, model_max_len=4096, is_cpu=True)

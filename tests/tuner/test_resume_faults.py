@@ -26,7 +26,7 @@ from tuner.trial_owner import OWNER_ATTR, owner_gone, owner_tag
 
 def fake_run_one(trial, device):
     from launch.config import ServeConfig
-    from tuner.trial_result import COMPLETE, TrialResult
+    from tuner.trial.result import COMPLETE, TrialResult
 
     x = trial.suggest_int("max_num_seqs", 1, 64)
     baseline = bool(trial.user_attrs.get("is_baseline"))
@@ -40,7 +40,7 @@ WORKER = textwrap.dedent("""
     from pathlib import Path
     from tuner.study import enqueue_first, open_study, run_study
     from launch.config import ServeConfig
-    from tuner.trial_result import COMPLETE, TrialResult
+    from tuner.trial.result import COMPLETE, TrialResult
     url, flag = sys.argv[1], Path(sys.argv[2])
     study = open_study(url, resume=False, seed=0)
     enqueue_first(study, [], baseline=True)

@@ -14,7 +14,7 @@ from tuner.headline import headline
 from tuner.outputs import summarize, write_outputs
 from tuner.report_html import write_report
 from tuner.spec_rule import apply_rule, find_twin, twin_of
-from tuner.trial_result import COMPLETE, TrialResult
+from tuner.trial.result import COMPLETE, TrialResult
 
 PLAIN = ServeConfig(model="/m", max_num_seqs=16)
 NGRAM = ServeConfig(model="/m", max_num_seqs=16, speculative_method="ngram", num_speculative_tokens=3)

@@ -13,13 +13,13 @@ import pytest
 
 from tuner.errors import UsageError
 from tuner.study import enqueue_first, finished, open_study, results_of, run_study, timelines_of
-from tuner.time_budget import OverBudget, TimeBudget
+from tuner.trial.time_budget import OverBudget, TimeBudget
 
 WORKER = textwrap.dedent("""
     import sys, time
     from launch.config import ServeConfig
     from tuner.study import open_study, run_study
-    from tuner.trial_result import TrialResult, COMPLETE
+    from tuner.trial.result import TrialResult, COMPLETE
     url, total, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     study = open_study(url, resume=True, seed=int(time.time() * 1000) % 1000)
     def run_one(trial, device):
@@ -33,7 +33,7 @@ WORKER = textwrap.dedent("""
 
 def fake_run_one(trial, device):
     from launch.config import ServeConfig
-    from tuner.trial_result import COMPLETE, PRUNED, TrialResult
+    from tuner.trial.result import COMPLETE, PRUNED, TrialResult
 
     x = trial.suggest_int("max_num_seqs", 1, 64)
     state = PRUNED if x > 60 else COMPLETE

@@ -1,8 +1,8 @@
-"""tuner.time_budget: when a trial's measurement would overrun --time-budget (the clock is injected)."""
+"""tuner.trial.time_budget: when a trial's measurement would overrun --time-budget (the clock is injected)."""
 
 import pytest
 
-from tuner.time_budget import TimeBudget
+from tuner.trial.time_budget import TimeBudget
 
 
 def test_gives_up_only_once_a_typical_measurement_no_longer_fits():

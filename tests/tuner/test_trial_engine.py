@@ -12,15 +12,15 @@ import pytest
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
 from launch.vllm_info import VllmInfo
-from tuner.level import Level
-from tuner.measure import CapacityResult
+from tuner.trial.capacity import CapacityResult
 from tuner.trial.context import TrialContext
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.launcher import DockerLauncher
+from tuner.trial.level import Level
+from tuner.trial.result import FAIL
 from tuner.trial.runner import run_trial
 from tuner.trial.scheduler import Job, Scheduler
 from tuner.trial.testing import FakeLauncher, FakeServer, fake_context
-from tuner.trial_result import FAIL
 
 CONFIG = ServeConfig(model="/m", max_num_seqs=8)
 

@@ -23,11 +23,11 @@ from loadtest.workload import Workload
 from tuner.budget.gpu import GPUProfile
 from tuner.budget.kv_budget import emulated_gmu
 from tuner.budget.vllm_defaults import effective
-from tuner.level import Level
-from tuner.measure import CapacityResult, MeasurePlan
 from tuner.model.spec import ModelSpec
+from tuner.trial.capacity import CapacityResult, MeasurePlan
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.launcher import Launcher, VllmLauncher
+from tuner.trial.level import Level
 
 # On the cpu profile the load generator shares the cores with the server it measures, and vLLM's engine
 # busy-polls for work: at equal priority the generator waited behind it (docs/loadtest.md). So trials

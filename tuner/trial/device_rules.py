@@ -3,8 +3,8 @@
 - One startup at a time per device: vLLM profiles its memory from device-wide free memory, so a server
   that starts or stops meanwhile corrupts its KV budget or aborts it ("Error in memory profiling").
   With overlapped startups, one measurement at a time per device too (a startup may overlap one).
-- With layouts of several GPUs, each trial takes a group of GPUs from the pool (tuner.placement).
-- The time budget's gate before a measurement (tuner.time_budget): one that would overrun it is given up.
+- With layouts of several GPUs, each trial takes a group of GPUs from the pool (tuner.trial.placement).
+- The time budget's gate before a measurement (tuner.trial.time_budget): one that would overrun it is given up.
 - Cancelling: when the run stops (Ctrl-C, or a bug in another trial), a trial in another thread ends at
   its next progress line (``Cancelled``) and every server it holds is stopped at once.
 """
@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from tuner.placement import GpuPool, GroupStartLocks, placed
-from tuner.time_budget import OverBudget, TimeBudget
+from tuner.trial.placement import GpuPool, GroupStartLocks, placed
+from tuner.trial.time_budget import OverBudget, TimeBudget
 
 
 class Cancelled(BaseException):

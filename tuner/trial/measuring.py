@@ -1,4 +1,4 @@
-"""Measuring a running server: the capacity search (tuner.measure) driven by real load levels
+"""Measuring a running server: the capacity search (tuner.trial.capacity) driven by real load levels
 (loadtest.runner), each level with its own seed, and the rule that stops a hopeless trial after its probe.
 
 ``measure_capacity`` is the default ``tuner.trial.context.Measure``; a test injects its own through
@@ -15,9 +15,9 @@ from launch.config import ServeConfig
 from loadtest.report import LoadReport
 from loadtest.runner import LoadSpec, run_load
 from tuner.budget.vllm_defaults import effective
-from tuner.level import Level
-from tuner.measure import CapacityResult, MeasurePlan, capacity_search
+from tuner.trial.capacity import CapacityResult, MeasurePlan, capacity_search
 from tuner.trial.context import TrialContext, load_spec
+from tuner.trial.level import Level
 
 # A trial is PRUNED after its saturation probe when the probe's throughput x this is below the best goodput
 # so far and the server runs no more sequences at once than the probe sends (the probe then keeps it full,
@@ -87,7 +87,7 @@ def measure_capacity(
     hopeless: Callable[[float], str | None] | None = None,
     plan: MeasurePlan | None = None,
 ) -> CapacityResult:
-    """The capacity search against ``url``: a closed-loop probe, then Poisson rate levels (tuner.measure)."""
+    """The capacity search against ``url``: a closed-loop probe, then Poisson rate levels (tuner.trial.capacity)."""
     plan = plan or ctx.plan
     levels = itertools.count()
 

@@ -3,7 +3,7 @@
 Infeasible budget → PRUNED before anything starts (with the reasons). A launch that fails → FAIL with the
 classified reason and the log tail; a server that dies during the load test → FAIL. A probe that shows the
 trial cannot win → PRUNED. Otherwise COMPLETE, with or without a load that kept every SLO.
-Not results, and so raised: OverBudget (given up before measuring: tuner.time_budget), Cancelled (the run
+Not results, and so raised: OverBudget (given up before measuring: tuner.trial.time_budget), Cancelled (the run
 stops: tuner.trial.device_rules), KeyboardInterrupt, and bugs.
 """
 
@@ -19,12 +19,12 @@ from typing import Any
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
 from tuner.budget.kv_budget import estimate_budget
-from tuner.level import Level, level_line
-from tuner.measure import CapacityResult, slo_excess
+from tuner.trial.capacity import CapacityResult, slo_excess
 from tuner.trial.context import TrialContext, launched_config, launcher_of, spec_of
 from tuner.trial.launcher import Server
+from tuner.trial.level import Level, level_line
 from tuner.trial.measuring import hopeless_check, measure_capacity, running_capacity
-from tuner.trial_result import TrialResult, TrialState
+from tuner.trial.result import TrialResult, TrialState
 
 MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
 

@@ -26,8 +26,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from tuner.time_budget import OverBudget, TimeBudget
 from tuner.trial.device_rules import DeviceRules
+from tuner.trial.time_budget import OverBudget, TimeBudget
 
 T = TypeVar("T")
 log = logging.getLogger("slotune")

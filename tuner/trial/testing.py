@@ -20,9 +20,9 @@ from launch.readback import ReadBack
 from loadtest.lengths import LengthDist
 from loadtest.workload import Workload
 from tuner.budget.gpu import GPUProfile
-from tuner.measure import MeasurePlan
 from tuner.model.spec import ModelSpec
 from tuner.synthetic import shape_config
+from tuner.trial.capacity import MeasurePlan
 from tuner.trial.context import Measure, TrialContext
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.launcher import Launcher

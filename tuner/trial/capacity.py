@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from loadtest.slo import SLO
-from tuner.level import Level, level_of
+from tuner.trial.level import Level, level_of
 
 if TYPE_CHECKING:
     from loadtest.report import LoadReport

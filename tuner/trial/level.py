@@ -1,4 +1,4 @@
-"""One measured load level of the capacity search (tuner.measure): its record, built from the load
+"""One measured load level of the capacity search (tuner.trial.capacity): its record, built from the load
 generator's report, and the progress line that says why it passed or not."""
 
 from __future__ import annotations
