@@ -34,8 +34,8 @@ from tuner.errors import UsageError  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
 from tuner.outputs import summarize  # noqa: E402
 from tuner.pipeline import tune  # noqa: E402
+from tuner.search.study import results_of  # noqa: E402
 from tuner.settings.tune_settings import TuneSettings, resolve  # noqa: E402
-from tuner.study import results_of  # noqa: E402
 from tuner.trial.runner import run_trial  # noqa: E402
 from tuner.tune_setup import base_config, trial_context  # noqa: E402
 

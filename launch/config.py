@@ -1,6 +1,6 @@
 """ServeConfig: one vLLM configuration, frozen and serialisable.
 
-Built by ``tuner.space`` (the only place values are suggested), turned into argv + env by
+Built by ``tuner.search.space`` (the only place values are suggested), turned into argv + env by
 ``launch.command``, stored in ``best.json`` and re-launched by ``launch.sh``. ``None`` always means
 "leave it to vLLM's default": the baseline trial is ``ServeConfig(model=...)`` with nothing else.
 """

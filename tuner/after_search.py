@@ -15,10 +15,10 @@ from tuner.certify import Certification
 from tuner.confirm import STUDY_ATTR, confirm, confirm_trial_number, current_confirmation, rival_of, stored_run
 from tuner.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.sample_answer import sample_answer
+from tuner.search.space import params_of
+from tuner.search.study import finished, results_of, run_study
 from tuner.soak import certify_config
-from tuner.space import params_of
 from tuner.spec_rule import find_twin, speculates, twin_of
-from tuner.study import finished, results_of, run_study
 from tuner.study_outputs import stored_runs
 from tuner.summary import Summary
 from tuner.trial.result import TrialResult

@@ -15,7 +15,7 @@ written to trials.csv, so that a study tells which of its measurements had compa
 
 Only trials of the same host are compared (a study worked by several hosts through PostgreSQL keeps each
 trial's host); trials without a timeline (studies from before it was kept) get no figures. Trials given up
-over the time budget keep theirs (tuner.study.timelines_of): their servers were up; trials cut by Ctrl-C or
+over the time budget keep theirs (tuner.search.study.timelines_of): their servers were up; trials cut by Ctrl-C or
 a time limit do not, so the last measurements of such a call may have had more company than they show.
 """
 

@@ -1,6 +1,6 @@
 """The parallel layout of one server on several GPUs: tensor-parallel size x data-parallel replicas.
 
-Searched only when ``--devices`` lists several GPUs (tuner.space). vLLM's rules for a tensor-parallel size
+Searched only when ``--devices`` lists several GPUs (tuner.search.space). vLLM's rules for a tensor-parallel size
 (vllm/config ModelConfig.verify_with_parallel_config, model_executor/layers/linear.py QKVParallelLinear):
 the attention heads divide by it; the KV heads divide by it, or, when it exceeds them, it divides by the KV
 heads (each KV head is then replicated on tp / kv_heads GPUs). MLA models keep one latent KV per GPU.

@@ -41,7 +41,7 @@ def trials_frame(
     """trials.csv: each trial's row (TrialResult.csv_row), its certified rate where a soak certified it
     (tuner.certify), and what else ran on the host while it was measured (tuner.company; empty where the
     trial was not measured or kept no timeline). ``timelines``: every trial's, also of those that are not
-    results (tuner.study.timelines_of); default: the results'."""
+    results (tuner.search.study.timelines_of); default: the results'."""
     certs = certifications or {}
     if timelines is None:
         timelines = {r.number: r.timeline for r in results if r.timeline}

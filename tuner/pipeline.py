@@ -18,10 +18,10 @@ from tuner.certified import stored as stored_certifications
 from tuner.confirm import Confirmation, current_confirmation
 from tuner.headline import Headline, headline
 from tuner.inputs import Inputs
-from tuner.progress import Progress
+from tuner.search.progress import Progress
+from tuner.search.study import enqueue_first, open_study, results_of, run_study
+from tuner.search.study_identity import check_same_study, study_defines
 from tuner.spec_rule import apply_rule
-from tuner.study import enqueue_first, open_study, results_of, run_study
-from tuner.study_identity import check_same_study, study_defines
 from tuner.study_outputs import StudyOutputs, stored_runs
 from tuner.summary import Summary, certified_summary
 from tuner.trial.runner import run_trial
@@ -116,8 +116,8 @@ def search(r: TuneRun) -> int:
     """The study's trials up to --trials; how many ran in this call."""
     s = r.inp.settings
     if s.predict:  # perfmodel picks what to launch (issue #24); it loads only here, with --predict
-        from tuner.predict_model import perf_model
-        from tuner.predict_search import run_predicted
+        from tuner.search.predict_model import perf_model
+        from tuner.search.predict_search import run_predicted
 
         say = functools.partial(r.progress.say, trial="predict")
         model = perf_model(r.tctx)

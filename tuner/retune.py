@@ -29,8 +29,8 @@ from tuner.errors import UsageError
 from tuner.inputs import load_inputs
 from tuner.pipeline import tune
 from tuner.quantize.step import maybe_quantize
+from tuner.search.space import params_of
 from tuner.settings.tune_settings import TuneSettings
-from tuner.space import params_of
 from tuner.tune_setup import base_config, space_context, trial_context
 from tuner.verify import verify_at_rate
 from tuner.versions import changed_versions, collect_versions

@@ -16,10 +16,10 @@ from tuner.confirm import STUDY_ATTR, current_confirmation, with_confirmations
 from tuner.headline import CONFIRMED, Headline, headline
 from tuner.inputs import Inputs
 from tuner.outputs import write_outputs
-from tuner.progress import Progress
 from tuner.report_html import write_report
 from tuner.sample_answer import STUDY_ATTR as SAMPLE_ATTR
-from tuner.study import results_of, timelines_of
+from tuner.search.progress import Progress
+from tuner.search.study import results_of, timelines_of
 from tuner.summary import Summary, certified_summary, summarize
 from tuner.trial.result import TrialResult
 

@@ -16,11 +16,11 @@ from launch.config import ServeConfig
 from launch.fingerprint import model_fingerprint
 from tuner.inputs import Inputs, measure_plan
 from tuner.layout import searched_layouts
-from tuner.progress import Progress
+from tuner.search.progress import Progress
+from tuner.search.space import SpaceContext, suggest_config
+from tuner.search.study import STUDY_NAME, storage_for
+from tuner.search.study_identity import check_same_study, study_defines
 from tuner.settings.tune_settings import TuneSettings
-from tuner.space import SpaceContext, suggest_config
-from tuner.study import STUDY_NAME, storage_for
-from tuner.study_identity import check_same_study, study_defines
 from tuner.study_outputs import StudyOutputs
 from tuner.trial.context import CPU_SERVER_NICE, TrialContext
 from tuner.trial.result import TrialResult
@@ -124,7 +124,7 @@ def storage_url(settings: TuneSettings) -> str:
 
 def check_resume(inp: Inputs) -> None:
     """Before any work (quantization, the first trial): a resumed study keeps the settings that define it
-    (tuner.study_identity). The storage itself is checked earlier (tuner.study.check_storage)."""
+    (tuner.search.study_identity). The storage itself is checked earlier (tuner.search.study.check_storage)."""
     if inp.settings.resume:
         study = optuna.load_study(study_name=STUDY_NAME, storage=storage_for(storage_url(inp.settings)))
         check_same_study(study, study_defines(inp, model_fingerprint(inp.model_dir)))

@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT))
 from launch.vllm_info import VllmInfo  # noqa: E402
 from perfmodel.rank import Calibration  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
-from tuner.predict_model import perf_model  # noqa: E402
-from tuner.predict_search import CALIBRATION_ATTR  # noqa: E402
+from tuner.search.predict_model import perf_model  # noqa: E402
+from tuner.search.predict_search import CALIBRATION_ATTR  # noqa: E402
 from tuner.settings.tune_settings import TuneSettings  # noqa: E402
-from tuner.study import open_study, results_of  # noqa: E402
+from tuner.search.study import open_study, results_of  # noqa: E402
 from tuner.tune_setup import base_config, trial_context  # noqa: E402
 
 

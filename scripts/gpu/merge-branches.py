@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tuner.outputs import write_outputs  # noqa: E402
 from tuner.report_html import write_report  # noqa: E402
-from tuner.study import STUDY_NAME, open_study, results_of  # noqa: E402
+from tuner.search.study import STUDY_NAME, open_study, results_of  # noqa: E402
 from tuner.study_outputs import importances  # noqa: E402
 
 META_KEYS = ("created", "settings", "slo", "workload", "gpu", "model", "vllm", "versions", "notes")

@@ -25,8 +25,8 @@ from launch.vllm_info import VllmInfo  # noqa: E402
 from tuner.certified import stored  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
 from tuner.pipeline import tune  # noqa: E402
+from tuner.search.study import finished, open_study  # noqa: E402
 from tuner.settings.tune_settings import TuneSettings  # noqa: E402
-from tuner.study import finished, open_study  # noqa: E402
 
 
 def model_dirs(settings: TuneSettings) -> None:

@@ -1,4 +1,4 @@
-"""tuner.predict_model: a trial measured by today's tuner as what perfmodel learns from — each level replayed
+"""tuner.search.predict_model: a trial measured by today's tuner as what perfmodel learns from — each level replayed
 apart with the seed it was measured under and the requests its rate sent over its length."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from launch.config import ServeConfig
 from loadtest.slo import parse_slos
 from loadtest.workload import load_workload
 from perfmodel.traffic import Demand
-from tuner.predict_model import observed_levels, short_levels
+from tuner.search.predict_model import observed_levels, short_levels
 from tuner.trial.capacity import MeasurePlan
 from tuner.trial.measuring import level_seed
 from tuner.trial.result import COMPLETE, TrialResult

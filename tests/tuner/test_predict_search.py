@@ -1,4 +1,4 @@
-"""tune --predict (tuner.predict_search): which trials the model launches, in what order, when it stops, and
+"""tune --predict (tuner.search.predict_search): which trials the model launches, in what order, when it stops, and
 what each launched trial keeps — with a fake model and fake measurements (no server, no calibration)."""
 
 from __future__ import annotations
@@ -9,17 +9,17 @@ from launch.config import ServeConfig
 from perfmodel.costs import Costs
 from perfmodel.family import family_of
 from perfmodel.rank import Calibration, Prediction
-from tuner.predict_model import Model, sample_space
-from tuner.predict_search import (
+from tuner.search.predict_model import Model, sample_space
+from tuner.search.predict_search import (
     CALIBRATION_ATTR,
     PREDICTED_ATTR,
     Queue,
     converged,
     run_predicted,
 )
+from tuner.search.space import SpaceContext, suggest_config
+from tuner.search.study import enqueue_first, open_study, results_of
 from tuner.settings.tune_settings import TuneSettings
-from tuner.space import SpaceContext, suggest_config
-from tuner.study import enqueue_first, open_study, results_of
 from tuner.trial.result import COMPLETE, TrialResult
 
 BASE = ServeConfig(model="/m")

@@ -19,9 +19,9 @@ import optuna
 import pytest
 
 from tuner.errors import UsageError
-from tuner.study import enqueue_first, finished, open_study, results_of, run_study
-from tuner.study_identity import check_same_study
-from tuner.trial_owner import OWNER_ATTR, owner_gone, owner_tag
+from tuner.search.study import enqueue_first, finished, open_study, results_of, run_study
+from tuner.search.study_identity import check_same_study
+from tuner.search.trial_owner import OWNER_ATTR, owner_gone, owner_tag
 
 
 def fake_run_one(trial, device):
@@ -38,7 +38,7 @@ RUNNING = optuna.trial.TrialState.RUNNING
 WORKER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from tuner.study import enqueue_first, open_study, run_study
+    from tuner.search.study import enqueue_first, open_study, run_study
     from launch.config import ServeConfig
     from tuner.trial.result import COMPLETE, TrialResult
     url, flag = sys.argv[1], Path(sys.argv[2])

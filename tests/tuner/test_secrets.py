@@ -68,8 +68,8 @@ def test_best_json_report_and_console_never_hold_the_password(tmp_path):
     from tuner.headline import headline
     from tuner.outputs import best_document, summarize
     from tuner.pipeline import tune
-    from tuner.progress import Progress
     from tuner.report_html import write_report
+    from tuner.search.progress import Progress
     from tuner.tune_setup import metadata
 
     inp = _inputs(tmp_path)

@@ -2,7 +2,7 @@ import optuna
 import pytest
 
 from launch.config import ServeConfig
-from tuner.space import SpaceContext, model_len_choices, params_of, suggest_config
+from tuner.search.space import SpaceContext, model_len_choices, params_of, suggest_config
 
 BASE = ServeConfig(model="/m", served_model_name="m")
 

@@ -12,13 +12,13 @@ import textwrap
 import pytest
 
 from tuner.errors import UsageError
-from tuner.study import enqueue_first, finished, open_study, results_of, run_study, timelines_of
+from tuner.search.study import enqueue_first, finished, open_study, results_of, run_study, timelines_of
 from tuner.trial.time_budget import OverBudget, TimeBudget
 
 WORKER = textwrap.dedent("""
     import sys, time
     from launch.config import ServeConfig
-    from tuner.study import open_study, run_study
+    from tuner.search.study import open_study, run_study
     from tuner.trial.result import TrialResult, COMPLETE
     url, total, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     study = open_study(url, resume=True, seed=int(time.time() * 1000) % 1000)

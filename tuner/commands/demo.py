@@ -45,7 +45,7 @@ def _model(out: Path, tiny: bool) -> Path:
 def run(args: argparse.Namespace) -> int:
     # Optuna and pandas load only once a run starts: --help and bad flags answer at once
     from tuner.pipeline import tune
-    from tuner.study import check_storage
+    from tuner.search.study import check_storage
     from tuner.tune_setup import check_resume, storage_url
 
     out = check_output_dir(args.out, "--out")

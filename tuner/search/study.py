@@ -21,11 +21,11 @@ from optuna.storages._heartbeat import get_heartbeat_thread  # what Study.optimi
 from loadtest.crash import one_line
 from loadtest.redact import mask
 from tuner.errors import UsageError
+from tuner.search.trial_owner import OWNER_ATTR, owner_tag, release_stale_trials
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.result import TrialResult, TrialState
 from tuner.trial.scheduler import Done, Job, Scheduler
 from tuner.trial.time_budget import TimeBudget
-from tuner.trial_owner import OWNER_ATTR, owner_tag, release_stale_trials
 
 STUDY_NAME = "slotune"
 log = logging.getLogger("slotune")
@@ -88,7 +88,7 @@ def open_study(
 ) -> optuna.Study:
     """Create the study, or load it with ``resume``. An existing study without ``resume`` is an error, and
     so is a missing one with ``must_exist`` (``tune --resume``; workers joining a shared study pass only
-    ``resume``). Trials whose tuner is gone are released first (tuner.trial_owner)."""
+    ``resume``). Trials whose tuner is gone are released first (tuner.search.trial_owner)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     stored = _existing(storage_url)
     exists = name in stored

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from perfmodel.family import family_of
 from perfmodel.rank import Calibration, Check, Prediction
-from tuner.predict_model import Model, sample_space
 from tuner.predict_report import measured_rate, prediction_attr, with_prediction
-from tuner.study import finished, results_of, run_study
+from tuner.search.predict_model import Model, sample_space
+from tuner.search.study import finished, results_of, run_study
 from tuner.trial.result import PREDICTED, TrialResult, TrialState
 from tuner.trial.scheduler import Scheduler
 
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     import optuna
 
     from launch.config import ServeConfig
+    from tuner.search.space import SpaceContext
     from tuner.settings.tune_settings import TuneSettings
-    from tuner.space import SpaceContext
     from tuner.trial.time_budget import TimeBudget
 
 PREDICTED_ATTR = PREDICTED  # an enqueued trial's prediction (user attr), kept in its TrialResult.extra

@@ -18,7 +18,7 @@ from perfmodel.protocol import ShortLevelSearch
 from perfmodel.rank import Calibration, Candidate, Prediction, calibrate, rank
 from perfmodel.traffic import Demand
 from tuner.budget.kv_budget import estimate_budget
-from tuner.space import suggest_config
+from tuner.search.space import suggest_config
 from tuner.trial.capacity import MIN_LEVEL_FLOOR, MeasurePlan
 from tuner.trial.context import spec_of
 from tuner.trial.measuring import level_seed
@@ -26,7 +26,7 @@ from tuner.trial.result import TrialResult
 
 if TYPE_CHECKING:
     from launch.config import ServeConfig
-    from tuner.space import SpaceContext
+    from tuner.search.space import SpaceContext
     from tuner.trial.context import TrialContext
 
 FIRST_EVALUATIONS = 300  # the defaults' fit (perfmodel.rank.calibrate's own default: 20-60 s on 2 cores)
@@ -91,7 +91,7 @@ def observed_levels(result: TrialResult, demand: Demand, plan: MeasurePlan) -> l
 
 
 def sample_space(sctx: SpaceContext, n: int, seed: int) -> dict[ServeConfig, dict[str, Any]]:
-    """Up to ``n`` distinct configurations drawn at random from the search space (tuner.space, as the study's
+    """Up to ``n`` distinct configurations drawn at random from the search space (tuner.search.space, as the study's
     sampler draws them), each with the Optuna params that reproduce it."""
     import optuna
 

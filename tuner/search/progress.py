@@ -10,7 +10,7 @@ from typing import TextIO
 
 import optuna
 
-from tuner.study import finished
+from tuner.search.study import finished
 from tuner.summary import Summary
 
 
