@@ -241,9 +241,9 @@ def main() -> int:
 
 
 def remeasure(contenders: dict[str, object], n: int, ctx: object, path: Path) -> None:
-    """Measure each contender n more times (tuner.confirm.remeasure: round-robin, order reversed each round);
+    """Measure each contender n more times (tuner.certify.confirm.remeasure: round-robin, order reversed each round);
     each measurement is appended to ``path`` as it lands; print mean and range."""
-    from tuner.confirm import remeasure as round_robin
+    from tuner.certify.confirm import remeasure as round_robin
 
     def measure(k: int, name: str, config: object, _device: object) -> object:  # the GPU: CUDA_VISIBLE_DEVICES
         res = run_trial(2000 + k, config, False, ctx, lambda m: print(f"[{name}] {m}", flush=True))

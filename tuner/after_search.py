@@ -1,6 +1,6 @@
 """The steps after the search, each on fresh servers and each kept in the study (a resume reuses them):
-``--confirm N`` re-measures the best against its rival (tuner.confirm), certification soaks the best and
-vLLM's defaults (tuner.certified; a speculating winner's twin without speculation too: tuner.spec_rule),
+``--confirm N`` re-measures the best against its rival (tuner.certify.confirm), certification soaks the best and
+vLLM's defaults (tuner.certify.certified; a speculating winner's twin without speculation too: tuner.certify.spec_rule),
 and the demo's sample answer asks the winner one question (tuner.sample_answer). Every step runs through
 the run's scheduler and rules: its placement, its Ctrl-C, never its time budget."""
 
@@ -10,17 +10,17 @@ import datetime as dt
 import functools
 
 from launch.config import ServeConfig
-from tuner.certified import certify_study, floor_rate
-from tuner.certify import Certification
-from tuner.confirm import STUDY_ATTR, confirm, confirm_trial_number, current_confirmation, rival_of, stored_run
+from tuner.certify.certification import Certification
+from tuner.certify.certified import certify_study, floor_rate
+from tuner.certify.confirm import STUDY_ATTR, confirm, confirm_trial_number, current_confirmation, rival_of, stored_run
+from tuner.certify.soak import certify_config
+from tuner.certify.spec_rule import find_twin, speculates, twin_of
+from tuner.certify.summary import Summary
 from tuner.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.sample_answer import sample_answer
 from tuner.search.space import params_of
 from tuner.search.study import finished, results_of, run_study
-from tuner.soak import certify_config
-from tuner.spec_rule import find_twin, speculates, twin_of
 from tuner.study_outputs import stored_runs
-from tuner.summary import Summary
 from tuner.trial.result import TrialResult
 from tuner.trial.runner import run_trial
 from tuner.tune_setup import TuneRun
@@ -79,7 +79,7 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
 
 def _speculation_twin(r: TuneRun, summary: Summary, device: str | None) -> TrialResult | None:
     """When the best speculates: its configuration without speculation, measured as one more trial of the
-    study where it was not already (tuner.spec_rule); None when the best does not speculate."""
+    study where it was not already (tuner.certify.spec_rule); None when the best does not speculate."""
     best = summary.best
     if best is None or not speculates(best):
         return None

@@ -15,7 +15,7 @@ from launch.vllm_info import VllmInfo, probe_vllm
 from loadtest.slo import SLO, parse_slos
 from loadtest.workload import Workload, load_workload
 from tuner.budget.gpu import GPUProfile
-from tuner.certified import WHOM
+from tuner.certify.certified import WHOM
 from tuner.errors import UsageError
 from tuner.model.spec import ModelSpec
 from tuner.settings.tune_settings import TuneSettings

@@ -15,15 +15,15 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from tuner.certify import Certification
+from tuner.certify.certification import Certification
+from tuner.certify.confirm import Confirmation
+from tuner.certify.headline import Headline, headline
+from tuner.certify.spec_rule import apply_rule
+from tuner.certify.summary import Summary, certified_summary, summarize
 from tuner.company import company
-from tuner.confirm import Confirmation
 from tuner.export.cost import cost_document, cost_lines, gpu_price
-from tuner.headline import Headline, headline
 from tuner.layout import layout_columns
 from tuner.predict_report import median_error, predictions
-from tuner.spec_rule import apply_rule
-from tuner.summary import Summary, certified_summary, summarize
 from tuner.trial.result import TrialResult
 
 
@@ -39,7 +39,7 @@ def trials_frame(
     certifications: Mapping[int, Certification] | None = None,
 ) -> pd.DataFrame:
     """trials.csv: each trial's row (TrialResult.csv_row), its certified rate where a soak certified it
-    (tuner.certify), and what else ran on the host while it was measured (tuner.company; empty where the
+    (tuner.certify.certification), and what else ran on the host while it was measured (tuner.company; empty where the
     trial was not measured or kept no timeline). ``timelines``: every trial's, also of those that are not
     results (tuner.search.study.timelines_of); default: the results'."""
     certs = certifications or {}
@@ -73,7 +73,7 @@ def best_document(
     headline: Headline,
     certifications: Mapping[int, Certification] | None = None,
 ) -> dict[str, Any]:
-    """best.json: the metadata, the headline (tuner.headline: the one stated capacity and gain), the best,
+    """best.json: the metadata, the headline (tuner.certify.headline: the one stated capacity and gain), the best,
     the defaults and the closest misses, and every certification's soaks."""
     certs = certifications or {}
 
@@ -159,13 +159,13 @@ def write_outputs(
 ) -> Summary:
     """Write every output file; ``write_script(path, best, headline)`` and ``write_report(path, results,
     summary, meta, headline=)`` are injected (launch.sh needs the probed vLLM; report.html is its own
-    module). Every file states the one headline (tuner.headline) of the results, certifications and
+    module). Every file states the one headline (tuner.certify.headline) of the results, certifications and
     the current --confirm runs."""
     out.mkdir(parents=True, exist_ok=True)
     summary, spec = apply_rule(
         certified_summary(summarize(results), certifications or {}), results, certifications or {}
     )
-    if spec is not None:  # the speculation rule's verdict (tuner.spec_rule), in best.json and the report
+    if spec is not None:  # the speculation rule's verdict (tuner.certify.spec_rule), in best.json and the report
         meta = {**meta, "speculation": spec.to_dict()}
     head = headline(summary, certifications or {}, confirmation)
     frame = trials_frame(results, timelines, certifications)

@@ -14,16 +14,16 @@ from typing import Any
 
 from launch.fingerprint import model_fingerprint
 from tuner.after_search import certify_best, confirm_best, sample_best
-from tuner.certified import stored as stored_certifications
-from tuner.confirm import Confirmation, current_confirmation
-from tuner.headline import Headline, headline
+from tuner.certify.certified import stored as stored_certifications
+from tuner.certify.confirm import Confirmation, current_confirmation
+from tuner.certify.headline import Headline, headline
+from tuner.certify.spec_rule import apply_rule
+from tuner.certify.summary import Summary, certified_summary
 from tuner.inputs import Inputs
 from tuner.search.progress import Progress
 from tuner.search.study import enqueue_first, open_study, results_of, run_study
 from tuner.search.study_identity import check_same_study, study_defines
-from tuner.spec_rule import apply_rule
 from tuner.study_outputs import StudyOutputs, stored_runs
-from tuner.summary import Summary, certified_summary
 from tuner.trial.runner import run_trial
 from tuner.tune_setup import (
     TrialRunner,

@@ -7,8 +7,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from tuner.certify import Certification
-from tuner.headline import Headline
+from tuner.certify.certification import Certification
+from tuner.certify.headline import Headline
 from tuner.outputs import Summary, atomic_write
 from tuner.predict_report import section as predicted_section
 from tuner.svg import bar_chart, pareto_front, xy_chart
@@ -31,7 +31,7 @@ def _fmt(v: object) -> str:
 
 
 def _headline(summary: Summary, meta: dict[str, Any], head: Headline) -> str:
-    """The stated capacity and the one gain figure (tuner.headline), as every other output states them."""
+    """The stated capacity and the one gain figure (tuner.certify.headline), as every other output states them."""
     slo = escape(str(meta.get("slo", "")))
     if summary.best is None:
         return (
@@ -59,7 +59,7 @@ def _certifications(certs: Mapping[int, Certification]) -> str:
 
 
 def _speculation(meta: dict[str, Any]) -> str:
-    """The speculation rule's verdict (tuner.spec_rule), when the search's best speculated."""
+    """The speculation rule's verdict (tuner.certify.spec_rule), when the search's best speculated."""
     spec = meta.get("speculation")
     if not spec:
         return ""

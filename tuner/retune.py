@@ -25,6 +25,7 @@ from launch.config import ServeConfig
 from launch.fingerprint import model_fingerprint
 from loadtest.redact import without_password
 from loadtest.textfile import read_json
+from tuner.certify.verify import verify_at_rate
 from tuner.errors import UsageError
 from tuner.inputs import load_inputs
 from tuner.pipeline import tune
@@ -32,7 +33,6 @@ from tuner.quantize.step import maybe_quantize
 from tuner.search.space import params_of
 from tuner.settings.tune_settings import TuneSettings
 from tuner.tune_setup import base_config, space_context, trial_context
-from tuner.verify import verify_at_rate
 from tuner.versions import changed_versions, collect_versions
 
 OUTPUT_FILES = ("launch.sh", "best.json", "trials.csv", "report.html")

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from tuner.soak import fresh_server
+from tuner.certify.soak import fresh_server
 from tuner.trial.context import TrialContext
 from tuner.trial.result import TrialResult
 

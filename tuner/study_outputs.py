@@ -11,16 +11,16 @@ from typing import Any
 import optuna
 
 from launch import script as launch_script
-from tuner.certified import stored as stored_certifications
-from tuner.confirm import STUDY_ATTR, current_confirmation, with_confirmations
-from tuner.headline import CONFIRMED, Headline, headline
+from tuner.certify.certified import stored as stored_certifications
+from tuner.certify.confirm import STUDY_ATTR, current_confirmation, with_confirmations
+from tuner.certify.headline import CONFIRMED, Headline, headline
+from tuner.certify.summary import Summary, certified_summary, summarize
 from tuner.inputs import Inputs
 from tuner.outputs import write_outputs
 from tuner.report_html import write_report
 from tuner.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.search.progress import Progress
 from tuner.search.study import results_of, timelines_of
-from tuner.summary import Summary, certified_summary, summarize
 from tuner.trial.result import TrialResult
 
 
@@ -74,7 +74,7 @@ def launch_note(best: TrialResult, head: Headline, slo: str, workload: str) -> s
 
 
 def stored_runs(study: optuna.Study) -> list[dict[str, Any]]:
-    """The study's --confirm runs (tuner.confirm.stored_run), oldest first."""
+    """The study's --confirm runs (tuner.certify.confirm.stored_run), oldest first."""
     return list(study.user_attrs.get(STUDY_ATTR, []))
 
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from launch.vllm_info import VllmInfo  # noqa: E402
-from tuner.certified import stored  # noqa: E402
+from tuner.certify.certified import stored  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
 from tuner.pipeline import tune  # noqa: E402
 from tuner.search.study import finished, open_study  # noqa: E402

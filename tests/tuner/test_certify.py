@@ -13,10 +13,10 @@ import pytest
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
-from tuner.certified import certify_study, floor_rate, stored, to_certify
-from tuner.certify import MAX_SOAKS, STEP, Certification, Soak, certify
-from tuner.confirm import Confirmation
-from tuner.headline import CERTIFIED, CONFIRMED, SEARCH, headline
+from tuner.certify.certification import MAX_SOAKS, STEP, Certification, Soak, certify
+from tuner.certify.certified import certify_study, floor_rate, stored, to_certify
+from tuner.certify.confirm import Confirmation
+from tuner.certify.headline import CERTIFIED, CONFIRMED, SEARCH, headline
 from tuner.outputs import summarize, write_outputs
 from tuner.report_html import write_report
 from tuner.trial.result import TrialResult

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from launch.config import ServeConfig
-from tuner.confirm import Confirmation, confirm, rival_of
+from tuner.certify.confirm import Confirmation, confirm, rival_of
 from tuner.outputs import summarize
 from tuner.trial.result import COMPLETE, FAIL, TrialResult
 
@@ -166,7 +166,7 @@ def test_the_final_lines_say_when_the_gain_rests_on_single_measurements(tmp_path
 
 
 def test_a_resumed_study_adds_confirmation_rounds_and_keeps_those_of_an_earlier_best():
-    from tuner.confirm import stored_run, with_confirmations
+    from tuner.certify.confirm import stored_run, with_confirmations
 
     def run(best, rival, b, r):
         return stored_run(Confirmation(best, rival, True, b, r), "0,1", "2026-11-30T13:21:09+00:00")
@@ -197,7 +197,7 @@ def test_a_resumed_study_adds_confirmation_rounds_and_keeps_those_of_an_earlier_
 def test_the_study_keeps_the_gpu_of_each_confirmation_measurement():
     """The --devices option alone does not say it: rounds swap GPUs and a resumed run goes on with the
     order (on the H200 the best ran on GPU 0 in three of four calls that alternated the option)."""
-    from tuner.confirm import current_confirmation, stored_run
+    from tuner.certify.confirm import current_confirmation, stored_run
 
     new = stored_run(
         Confirmation(4, 0, True, (2.739,), (1.757,), best_devices=("1",), rival_devices=("0",)),

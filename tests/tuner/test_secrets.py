@@ -65,7 +65,7 @@ def _inputs(tmp_path) -> Inputs:
 
 
 def test_best_json_report_and_console_never_hold_the_password(tmp_path):
-    from tuner.headline import headline
+    from tuner.certify.headline import headline
     from tuner.outputs import best_document, summarize
     from tuner.pipeline import tune
     from tuner.report_html import write_report

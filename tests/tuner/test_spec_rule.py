@@ -1,4 +1,4 @@
-"""The speculation rule (tuner.spec_rule): a speculating winner is kept only when its measured acceptance
+"""The speculation rule (tuner.certify.spec_rule): a speculating winner is kept only when its measured acceptance
 is above 0 and its goodput at the certified rate beats the same configuration without speculation."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from html import unescape
 import pytest
 
 from launch.config import ServeConfig
-from tuner.certify import Certification, Soak
-from tuner.headline import headline
+from tuner.certify.certification import Certification, Soak
+from tuner.certify.headline import headline
+from tuner.certify.spec_rule import apply_rule, find_twin, twin_of
 from tuner.outputs import summarize, write_outputs
 from tuner.report_html import write_report
-from tuner.spec_rule import apply_rule, find_twin, twin_of
 from tuner.trial.result import COMPLETE, TrialResult
 
 PLAIN = ServeConfig(model="/m", max_num_seqs=16)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuner.headline import CONFIRMED, headline
+from tuner.certify.headline import CONFIRMED, headline
 from tuner.inputs import load_inputs
 from tuner.out_dir import claimed
 from tuner.quantize.step import maybe_quantize
@@ -16,8 +16,8 @@ from tuner.settings.project import find_project_file, read_project_file
 from tuner.settings.tune_settings import TuneSettings, resolve
 
 if TYPE_CHECKING:
-    from tuner.confirm import Confirmation
-    from tuner.headline import Headline
+    from tuner.certify.confirm import Confirmation
+    from tuner.certify.headline import Headline
     from tuner.outputs import Summary
 
 
@@ -49,7 +49,7 @@ def settings_from_args(args: argparse.Namespace) -> TuneSettings:
 def print_outcome(
     out: Path, summary: Summary, slo: str, confirmation: Confirmation | None = None, head: Headline | None = None
 ) -> None:
-    """The final lines: the study's headline (tuner.headline: the same capacity and gain as every file; by
+    """The final lines: the study's headline (tuner.certify.headline: the same capacity and gain as every file; by
     default that of a study without certifications), the --confirm re-measurements, and where the files are."""
     head = head or headline(summary, {}, confirmation)
     if summary.best is None:

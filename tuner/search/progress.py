@@ -10,8 +10,8 @@ from typing import TextIO
 
 import optuna
 
+from tuner.certify.summary import Summary
 from tuner.search.study import finished
-from tuner.summary import Summary
 
 
 class Progress:

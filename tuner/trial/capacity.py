@@ -56,7 +56,7 @@ class MeasurePlan:
     # None: the fixed length above
     level_e2e_multiple: float | None = 10.0
     level_max_s: float = 120.0
-    # the certifying soak (tuner.certify): seconds a fresh server is held at the stated rate; 0: no soak
+    # the certifying soak (tuner.certify.certification): seconds a fresh server is held at the stated rate; 0: no soak
     soak_s: float = 180.0
 
     def level_requests(self, rate: float) -> int:

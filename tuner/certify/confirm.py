@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from launch.config import ServeConfig
-from tuner.summary import Summary
+from tuner.certify.summary import Summary
 from tuner.trial.result import TrialResult, TrialState
 from tuner.trial.scheduler import Scheduler
 
@@ -63,7 +63,7 @@ class Confirmation:
 
     def line(self, gain: bool = True) -> str:
         """The re-measurements; with ``gain``, the gain on the means too (only where it is the study's headline
-        gain, tuner.headline: a certified gain supersedes it)."""
+        gain, tuner.certify.headline: a certified gain supersedes it)."""
 
         def spread(v: tuple[float, ...]) -> str:
             return f"{self._mean(v):.3f} req/s (min {min(v):.3f}, max {max(v):.3f}, n={len(v)})"

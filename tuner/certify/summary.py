@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from launch.config import ServeConfig
-from tuner.certify import Certification
+from tuner.certify.certification import Certification
 from tuner.trial.result import TrialResult, TrialState
 
 

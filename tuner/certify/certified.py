@@ -1,7 +1,7 @@
 """Which configurations a study certifies, and where their certifications are kept.
 
 After the search (and any --confirm), the best configuration and vLLM's defaults are each certified
-(tuner.certify) so that the headline gain compares like with like. Certifications live in the study
+(tuner.certify.certification) so that the headline gain compares like with like. Certifications live in the study
 (user attribute ``certifications``), so a resumed study keeps them instead of soaking again; one made
 with another soak length, or of a trial that is no longer the best or the defaults, is not reused.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from tuner.certify import Certification
-from tuner.summary import Summary
+from tuner.certify.certification import Certification
+from tuner.certify.summary import Summary
 from tuner.trial.result import TrialResult
 
 STUDY_ATTR = "certifications"
@@ -67,7 +67,7 @@ def certify_study(
     also: tuple[TrialResult, ...] = (),
 ) -> dict[int, Certification]:
     """Certify what needs it (reusing stored certifications of the same soak length) and store the new ones.
-    ``also``: further trials to certify (a speculating winner's twin without speculation: tuner.spec_rule)."""
+    ``also``: further trials to certify (a speculating winner's twin without speculation: tuner.certify.spec_rule)."""
     have = stored(study)
     for trial in [*to_certify(summary, whom), *(t for t in also if t.best_rate)]:
         old = have.get(trial.number)

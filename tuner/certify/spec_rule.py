@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from launch.config import ServeConfig, speculation_on
-from tuner.certify import Certification
-from tuner.summary import Summary
+from tuner.certify.certification import Certification
+from tuner.certify.summary import Summary
 from tuner.trial.result import TrialResult, TrialState
 
 

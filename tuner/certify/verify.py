@@ -1,5 +1,5 @@
 """Re-measure one frozen configuration at one load: the nightly check and the gate before a new
-launch.sh replaces the old one. One soak (tuner.soak) on a fresh server: the SLOs over the whole soak
+launch.sh replaces the old one. One soak (tuner.certify.soak) on a fresh server: the SLOs over the whole soak
 and its last half, and no growing queue (loadtest.steady), as a certification judges it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
-from tuner.soak import fresh_server, run_soak
+from tuner.certify.soak import fresh_server, run_soak
 from tuner.trial.context import TrialContext
 
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tuner.certify import Certification
-from tuner.confirm import Confirmation
-from tuner.summary import Summary
+from tuner.certify.certification import Certification
+from tuner.certify.confirm import Confirmation
+from tuner.certify.summary import Summary
 
 CERTIFIED, CONFIRMED, SEARCH = "certified", "confirmed", "search"
 BASIS_TEXT = {

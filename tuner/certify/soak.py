@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 from launch.config import ServeConfig
 from loadtest.runner import run_load
-from tuner.certify import Certification, Soak, certify, soak_of
+from tuner.certify.certification import Certification, Soak, certify, soak_of
 from tuner.trial.capacity import MIN_LEVEL_FLOOR
 from tuner.trial.context import TrialContext, launched_config, launcher_of, load_spec
 from tuner.trial.launcher import Server
@@ -53,7 +53,7 @@ def certify_config(
     progress: Callable[[str], None],
     device: str | None = None,
 ) -> Certification:
-    """Certify ``config`` on a fresh server from the search's ``estimate`` down (tuner.certify)."""
+    """Certify ``config`` on a fresh server from the search's ``estimate`` down (tuner.certify.certification)."""
     seconds = ctx.plan.soak_s
     attempts = itertools.count()
     return certify(
