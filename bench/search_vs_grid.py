@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.errors import UsageError  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
-from tuner.outputs import summarize  # noqa: E402
 from tuner.pipeline import tune  # noqa: E402
+from tuner.report.outputs import summarize  # noqa: E402
 from tuner.search.study import results_of  # noqa: E402
 from tuner.settings.tune_settings import TuneSettings, resolve  # noqa: E402
 from tuner.trial.runner import run_trial  # noqa: E402
@@ -200,7 +200,7 @@ def main() -> int:
     study = optuna.load_study(study_name="slotune", storage=f"sqlite:///{study_dir.resolve()}/study.db")
     results = sorted(results_of(study), key=lambda r: r.number)
     # the search's best after each trial as tune judges it: a configuration measured more than once
-    # counts with its mean (tuner.outputs.summarize)
+    # counts with its mean (tuner.certify.summary.summarize)
     running, reached = 0.0, None
     for k in range(len(results)):
         running = summarize(results[: k + 1]).best_goodput or 0.0

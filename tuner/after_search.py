@@ -1,7 +1,7 @@
 """The steps after the search, each on fresh servers and each kept in the study (a resume reuses them):
 ``--confirm N`` re-measures the best against its rival (tuner.certify.confirm), certification soaks the best and
 vLLM's defaults (tuner.certify.certified; a speculating winner's twin without speculation too: tuner.certify.spec_rule),
-and the demo's sample answer asks the winner one question (tuner.sample_answer). Every step runs through
+and the demo's sample answer asks the winner one question (tuner.report.sample_answer). Every step runs through
 the run's scheduler and rules: its placement, its Ctrl-C, never its time budget."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from tuner.certify.confirm import STUDY_ATTR, confirm, confirm_trial_number, cur
 from tuner.certify.soak import certify_config
 from tuner.certify.spec_rule import find_twin, speculates, twin_of
 from tuner.certify.summary import Summary
-from tuner.sample_answer import STUDY_ATTR as SAMPLE_ATTR
-from tuner.sample_answer import sample_answer
+from tuner.report.sample_answer import STUDY_ATTR as SAMPLE_ATTR
+from tuner.report.sample_answer import sample_answer
 from tuner.search.space import params_of
 from tuner.search.study import finished, results_of, run_study
 from tuner.study_outputs import stored_runs

@@ -68,7 +68,7 @@ def tune(
     """Run (or resume) the study and write its outputs. ``versions`` and ``fingerprint`` are the serving stack
     and model hash when known without asking them (outputs re-written on another machine); default: read.
     ``sample_question``: ask the winner this on a fresh server at the end; its answer joins best.json and
-    the report (tuner.sample_answer; the demo's real model). ``run``: what runs one trial (tests: a stand-in)."""
+    the report (tuner.report.sample_answer; the demo's real model). ``run``: what runs one trial (tests: a stand-in)."""
     r = open_run(inp, quantized, warm_start, progress, versions, fingerprint, run)
     ran = search(r)
     summary = confirm_best(r, r.outputs.write(r.study))

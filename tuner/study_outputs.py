@@ -1,6 +1,6 @@
 """A running study's output files, rewritten from the study after each trial and after each step that
 follows the search (--confirm, certification, the sample answer): what the study holds decides them all,
-so a resumed or interrupted run writes the same files (tuner.outputs writes them)."""
+so a resumed or interrupted run writes the same files (tuner.report.outputs writes them)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from tuner.certify.confirm import STUDY_ATTR, current_confirmation, with_confirm
 from tuner.certify.headline import CONFIRMED, Headline, headline
 from tuner.certify.summary import Summary, certified_summary, summarize
 from tuner.inputs import Inputs
-from tuner.outputs import write_outputs
-from tuner.report_html import write_report
-from tuner.sample_answer import STUDY_ATTR as SAMPLE_ATTR
+from tuner.report.outputs import write_outputs
+from tuner.report.report_html import write_report
+from tuner.report.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.search.progress import Progress
 from tuner.search.study import results_of, timelines_of
 from tuner.trial.result import TrialResult

@@ -22,8 +22,8 @@ import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tuner.outputs import write_outputs  # noqa: E402
-from tuner.report_html import write_report  # noqa: E402
+from tuner.report.outputs import write_outputs  # noqa: E402
+from tuner.report.report_html import write_report  # noqa: E402
 from tuner.search.study import STUDY_NAME, open_study, results_of  # noqa: E402
 from tuner.study_outputs import importances  # noqa: E402
 

@@ -55,7 +55,7 @@ def tiny_best(config: dict[str, Any] | None = None, **top: Any) -> dict[str, Any
 
 
 def certify(doc: dict[str, Any], who: str, rate: float, tok_s: float | None) -> dict[str, Any]:
-    """``doc`` with ``who`` ("best" or "baseline") certified at ``rate``, as tuner.outputs writes it: the rate
+    """``doc`` with ``who`` ("best" or "baseline") certified at ``rate``, as tuner.report.outputs writes it: the rate
     on the trial, the soaks in ``certifications`` (``tok_s`` None: a held soak without its throughput)."""
     trial = doc[who]
     trial["certified_rate_req_s"] = rate

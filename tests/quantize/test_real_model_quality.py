@@ -75,7 +75,7 @@ def test_vllm_cpu_serves_the_quantized_real_model_sensibly(
 ) -> None:
     from launch.config import ServeConfig
     from launch.server import start_server
-    from tuner.sample_answer import QUESTION, ask
+    from tuner.report.sample_answer import QUESTION, ask
 
     monkeypatch.setenv("VLLM_CPU_CI_ENV", "1")  # a ~30 s start instead of the compile path's ~60 s
     result, _ = real_quantized

@@ -17,8 +17,8 @@ from tuner.certify.certification import MAX_SOAKS, STEP, Certification, Soak, ce
 from tuner.certify.certified import certify_study, floor_rate, stored, to_certify
 from tuner.certify.confirm import Confirmation
 from tuner.certify.headline import CERTIFIED, CONFIRMED, SEARCH, headline
-from tuner.outputs import summarize, write_outputs
-from tuner.report_html import write_report
+from tuner.report.outputs import summarize, write_outputs
+from tuner.report.report_html import write_report
 from tuner.trial.result import TrialResult
 
 

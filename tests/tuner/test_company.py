@@ -1,11 +1,11 @@
-"""What else ran on the host during each measurement, from the trials' timelines (tuner.company)."""
+"""What else ran on the host during each measurement, from the trials' timelines (tuner.report.company)."""
 
 import pandas as pd
 import pytest
 
 from launch.config import ServeConfig
-from tuner.company import company
-from tuner.outputs import trials_frame
+from tuner.report.company import company
+from tuner.report.outputs import trials_frame
 from tuner.trial.result import COMPLETE, TrialResult
 
 

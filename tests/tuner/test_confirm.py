@@ -12,7 +12,7 @@ import pytest
 
 from launch.config import ServeConfig
 from tuner.certify.confirm import Confirmation, confirm, rival_of
-from tuner.outputs import summarize
+from tuner.report.outputs import summarize
 from tuner.trial.result import COMPLETE, FAIL, TrialResult
 
 

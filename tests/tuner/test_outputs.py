@@ -3,8 +3,8 @@ import json
 import pandas as pd
 
 from launch.config import ServeConfig
-from tuner.outputs import summarize, write_outputs
-from tuner.report_html import write_report
+from tuner.report.outputs import summarize, write_outputs
+from tuner.report.report_html import write_report
 from tuner.trial.result import COMPLETE, FAIL, PRUNED, TrialResult
 
 CONTRACT = [

@@ -196,8 +196,8 @@ def test_files_state_predicted_against_measured_only_for_launched_trials(tmp_pat
 
     import pandas as pd
 
-    from tuner.outputs import write_outputs
-    from tuner.report_html import write_report
+    from tuner.report.outputs import write_outputs
+    from tuner.report.report_html import write_report
 
     def res(n, rate, predicted=None, **cfg):
         extra = {} if predicted is None else {PREDICTED_ATTR: predicted}
@@ -242,8 +242,8 @@ def test_a_study_without_predict_writes_an_empty_column_and_no_predictions(tmp_p
 
     import pandas as pd
 
-    from tuner.outputs import write_outputs
-    from tuner.report_html import write_report
+    from tuner.report.outputs import write_outputs
+    from tuner.report.report_html import write_report
 
     r = TrialResult(0, COMPLETE, True, BASE, slo_met=True, goodput_req_s=5.0, best_rate=5.0)
     write_outputs(tmp_path, [r], {"slo": "ttft_p95=2s"}, lambda *a: None, write_report)

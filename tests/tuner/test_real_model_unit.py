@@ -11,7 +11,7 @@ import pytest
 from tuner.cli import main
 from tuner.errors import UsageError
 from tuner.model.real_model import REAL_MODELS, RealModel, build_real_model, gguf_path
-from tuner.sample_answer import ask
+from tuner.report.sample_answer import ask
 
 
 def test_a_missing_weights_package_names_the_install_command() -> None:

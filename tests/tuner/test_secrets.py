@@ -66,9 +66,9 @@ def _inputs(tmp_path) -> Inputs:
 
 def test_best_json_report_and_console_never_hold_the_password(tmp_path):
     from tuner.certify.headline import headline
-    from tuner.outputs import best_document, summarize
     from tuner.pipeline import tune
-    from tuner.report_html import write_report
+    from tuner.report.outputs import best_document, summarize
+    from tuner.report.report_html import write_report
     from tuner.search.progress import Progress
     from tuner.tune_setup import metadata
 

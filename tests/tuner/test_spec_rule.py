@@ -12,8 +12,8 @@ from launch.config import ServeConfig
 from tuner.certify.certification import Certification, Soak
 from tuner.certify.headline import headline
 from tuner.certify.spec_rule import apply_rule, find_twin, twin_of
-from tuner.outputs import summarize, write_outputs
-from tuner.report_html import write_report
+from tuner.report.outputs import summarize, write_outputs
+from tuner.report.report_html import write_report
 from tuner.trial.result import COMPLETE, TrialResult
 
 PLAIN = ServeConfig(model="/m", max_num_seqs=16)

@@ -15,7 +15,7 @@ from tuner.commands.tune import print_outcome
 from tuner.inputs import load_inputs
 from tuner.model.real_model import build_real_model
 from tuner.out_dir import claimed
-from tuner.sample_answer import QUESTION
+from tuner.report.sample_answer import QUESTION
 from tuner.settings.tune_settings import resolve
 from tuner.synthetic import write_model
 

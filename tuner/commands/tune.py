@@ -18,7 +18,7 @@ from tuner.settings.tune_settings import TuneSettings, resolve
 if TYPE_CHECKING:
     from tuner.certify.confirm import Confirmation
     from tuner.certify.headline import Headline
-    from tuner.outputs import Summary
+    from tuner.report.outputs import Summary
 
 
 def configure(p: argparse.ArgumentParser) -> None:

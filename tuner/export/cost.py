@@ -25,7 +25,7 @@ from tuner.export.layout import gpu_count
 NOT_CERTIFIED = "not certified: the search's estimate"
 # where a side of best.json (the top level for the winner, ``baseline`` for vLLM's defaults) keeps its
 # certified rate and the output tokens/s of the soak at that rate
-CERTIFIED_RATE_KEY = "certified_rate_req_s"  # on best.json's ``best`` and ``baseline`` (tuner.outputs)
+CERTIFIED_RATE_KEY = "certified_rate_req_s"  # on best.json's ``best`` and ``baseline`` (tuner.report.outputs)
 # best.json: each trial's soaks (tuner.certify.certification.Certification.to_dict)
 CERTIFICATIONS_KEY = "certifications"
 

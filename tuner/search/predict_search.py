@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfmodel.family import family_of
 from perfmodel.rank import Calibration, Check, Prediction
-from tuner.predict_report import measured_rate, prediction_attr, with_prediction
+from tuner.report.predict_report import measured_rate, prediction_attr, with_prediction
 from tuner.search.predict_model import Model, sample_space
 from tuner.search.study import finished, results_of, run_study
 from tuner.trial.result import PREDICTED, TrialResult, TrialState

@@ -76,7 +76,7 @@ class TrialContext:
     rules: DeviceRules = field(default_factory=DeviceRules, compare=False)
     # the study's best goodput so far (None: none yet, or no study: re-measurements are never cut short)
     best_goodput: Callable[[], float | None] = field(default=lambda: None, compare=False)
-    # each trial's timeline (tuner.company): wall-clock seconds, comparable between the trials of one host
+    # each trial's timeline (tuner.report.company): wall-clock seconds, comparable between the trials of one host
     wall_clock: Callable[[], float] = field(default=time.time, compare=False)
     host: str = field(default_factory=socket.gethostname)
 

@@ -80,7 +80,7 @@ class _Served:
 @dataclass
 class _Run:
     """One trial's live part: its server's start, measurement and stop, and the wall-clock timeline of
-    those phases (tuner.company tells from it what else ran on the host meanwhile)."""
+    those phases (tuner.report.company tells from it what else ran on the host meanwhile)."""
 
     number: int
     config: ServeConfig  # as suggested: the load names its model

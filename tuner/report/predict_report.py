@@ -10,7 +10,7 @@ from dataclasses import replace
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from tuner.svg import xy_chart
+from tuner.report.svg import xy_chart
 from tuner.trial.result import PREDICTED, TrialResult, TrialState
 
 if TYPE_CHECKING:

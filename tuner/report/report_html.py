@@ -9,9 +9,9 @@ from typing import Any
 
 from tuner.certify.certification import Certification
 from tuner.certify.headline import Headline
-from tuner.outputs import Summary, atomic_write
-from tuner.predict_report import section as predicted_section
-from tuner.svg import bar_chart, pareto_front, xy_chart
+from tuner.report.outputs import Summary, atomic_write
+from tuner.report.predict_report import section as predicted_section
+from tuner.report.svg import bar_chart, pareto_front, xy_chart
 from tuner.trial.result import TrialResult, TrialState
 
 CSS = (
@@ -67,7 +67,7 @@ def _speculation(meta: dict[str, Any]) -> str:
 
 
 def _sample(meta: dict[str, Any]) -> str:
-    """The winner's answer to one question (tuner.sample_answer), when it was asked."""
+    """The winner's answer to one question (tuner.report.sample_answer), when it was asked."""
     sample = meta.get("sample_answer")
     if not sample:
         return ""

@@ -20,10 +20,10 @@ from tuner.certify.confirm import Confirmation
 from tuner.certify.headline import Headline, headline
 from tuner.certify.spec_rule import apply_rule
 from tuner.certify.summary import Summary, certified_summary, summarize
-from tuner.company import company
 from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.layout import layout_columns
-from tuner.predict_report import median_error, predictions
+from tuner.report.company import company
+from tuner.report.predict_report import median_error, predictions
 from tuner.trial.result import TrialResult
 
 
@@ -39,9 +39,9 @@ def trials_frame(
     certifications: Mapping[int, Certification] | None = None,
 ) -> pd.DataFrame:
     """trials.csv: each trial's row (TrialResult.csv_row), its certified rate where a soak certified it
-    (tuner.certify.certification), and what else ran on the host while it was measured (tuner.company; empty where the
-    trial was not measured or kept no timeline). ``timelines``: every trial's, also of those that are not
-    results (tuner.search.study.timelines_of); default: the results'."""
+    (tuner.certify.certification), and what else ran on the host while it was measured (tuner.report.company;
+    empty where the trial was not measured or kept no timeline). ``timelines``: every trial's, also of those that are
+    not results (tuner.search.study.timelines_of); default: the results'."""
     certs = certifications or {}
     if timelines is None:
         timelines = {r.number: r.timeline for r in results if r.timeline}
@@ -131,7 +131,7 @@ class ScriptWriter(Protocol):
 
 
 class ReportWriter(Protocol):
-    """Writes report.html (tuner.report_html.write_report, with the study's importances bound)."""
+    """Writes report.html (tuner.report.report_html.write_report, with the study's importances bound)."""
 
     def __call__(
         self,
