@@ -29,7 +29,7 @@ from tuner.certify.verify import verify_at_rate
 from tuner.errors import UsageError
 from tuner.inputs import load_inputs
 from tuner.pipeline import tune
-from tuner.quantize.step import maybe_quantize
+from tuner.quantize_step import maybe_quantize
 from tuner.search.space import params_of
 from tuner.settings.tune_settings import TuneSettings
 from tuner.tune_setup import base_config, space_context, trial_context

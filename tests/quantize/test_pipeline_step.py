@@ -7,7 +7,7 @@ import pytest
 
 from tests.quantize.conftest import SAMPLES
 from tuner.inputs import load_inputs
-from tuner.quantize.step import maybe_quantize
+from tuner.quantize_step import maybe_quantize
 from tuner.search.space import suggest_config
 from tuner.settings.tune_settings import resolve
 from tuner.tune_setup import base_config, space_context

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tuner.certify.headline import CONFIRMED, headline
 from tuner.inputs import load_inputs
 from tuner.out_dir import claimed
-from tuner.quantize.step import maybe_quantize
+from tuner.quantize_step import maybe_quantize
 from tuner.settings.fields import FIELDS
 from tuner.settings.project import find_project_file, read_project_file
 from tuner.settings.tune_settings import TuneSettings, resolve
