@@ -1,9 +1,8 @@
-"""4-bit AWQ quantization with a quality gate (docs/quantize.md).
+"""4-bit AWQ quantization with a quality gate (docs/quantize.md); the pipeline's step is tuner.quantize_step.
 
 In slotune's interpreter (the parent):
     api.py          quantize(), QuantizeResult, QualityGateError: validate, cache, run, judge
     recipe.py       QuantizeRecipe and the calibration texts (built-in, or the user's JSONL)
-    step.py         the pipeline's first step (``quantize: awq``): maybe_quantize
     gate.py         GateThresholds, QualityReport, judge (pure): the verdict on the worker's measurements
     groups.py       the group size per model (128, else 64, else 32) and the layers kept 16-bit
     cache.py        the cache key, the model fingerprint and the finished-output manifest
