@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadtest.host_cpu import HostCpu
 from loadtest.server_metrics import GaugeSample
 from loadtest.slo import SLO
 from loadtest.steady import Steadiness
@@ -95,6 +96,7 @@ class LoadReport:
     records: tuple[Any, ...] = field(default=(), repr=False, compare=False)  # the raw RequestRecords
     gauges: tuple[GaugeSample, ...] = field(default=(), repr=False, compare=False)  # vLLM's, polled during the run
     steady: Steadiness | None = None  # loadtest.steady: the level's steady-state checks (None: too few requests)
+    host: HostCpu | None = None  # loadtest.host_cpu: how busy the host was over the run (None: not measured)
 
     @property
     def holds(self) -> bool:
@@ -131,6 +133,7 @@ class LoadReport:
             "slo_values": dict(self.slo_values),
             "token_counts_exact": self.token_counts_exact,
             "steady": self.steady.to_dict() if self.steady is not None else None,
+            "host_cpu": self.host.to_dict() if self.host is not None else None,
         }
 
 
@@ -164,6 +167,11 @@ def format_table(r: LoadReport) -> str:
         lines.append(
             f"(the load generator itself fell behind its schedule: p95 {lag:,.0f} ms, counted in TTFT and "
             "E2E; on a machine shared with the server, give the server a lower priority, e.g. `nice -n 10`)"
+        )
+    if r.host is not None:
+        lines.append(
+            f"host CPU      {r.host.busy:.2f} of {r.host.cores} cores busy: this load generator (and any server it "
+            f"started) {r.host.tree:.2f}, other processes {r.host.others:.2f}"
         )
     if not r.token_counts_exact and r.requests_ok:
         lines.append("(the server gave no per-chunk usage: ITL split evenly over chunks; TPOT is exact)")

@@ -14,11 +14,13 @@ import gc
 import itertools
 import math
 import resource
+from dataclasses import replace
 
 from loadtest import arrivals
 from loadtest.abandon import MissCounter, level_records
 from loadtest.client import Prepared, build_body, send
 from loadtest.errors import LoadtestInputError, ServerUnreachable
+from loadtest.host_cpu import HostCpuMeter
 from loadtest.level_end import LevelEnd
 from loadtest.metrics import compute_metrics
 from loadtest.prebuild import Prebuilt
@@ -189,6 +191,9 @@ class _Run:
         before = await scraper.scrape() if scraper else None
         if scraper:
             scraper.start()
+        host = HostCpuMeter() if s.measure_host_cpu else None
+        if host:
+            host.start()
         try:
             if s.rate is not None:
                 records += await self.open(s.rate, s.warmup)
@@ -196,6 +201,7 @@ class _Run:
                 assert s.concurrency is not None
                 records += await self.closed(s.requests, s.duration_s, s.concurrency, s.warmup, False)
         finally:
+            used = host.stop() if host else None
             if scraper:
                 await scraper.stop()
         server = {}
@@ -203,7 +209,8 @@ class _Run:
         if scraper and before and after:
             server = summarize(before[0], after[0], scraper.peaks, after[1])
         gauges = tuple(scraper.samples) if scraper else ()
-        return compute_metrics(records, slos=s.slos, server=server, gauges=gauges)
+        report = compute_metrics(records, slos=s.slos, server=server, gauges=gauges)
+        return replace(report, host=used)
 
 
 async def run_load_async(spec: LoadSpec, *, session: Transport | None = None, clock: Clock | None = None) -> LoadReport:

@@ -45,6 +45,7 @@ class LoadSpec:
     endpoint: str = "completions"
     timeout_s: float = 300.0
     scrape_server_metrics: bool = True
+    measure_host_cpu: bool = True  # loadtest.host_cpu: how busy the host was (Linux /proc; None elsewhere)
     probe: bool = True  # one tiny request first: checks the model name and continuous usage support
     # ask for the running token count on every chunk (exact token timing); off, the final usage is spread
     # over the events, as vLLM's own benchmark client does (it never asks for it)

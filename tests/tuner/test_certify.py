@@ -213,3 +213,21 @@ def test_a_layout_over_more_gpus_states_its_gain_per_gpu():
     assert head.gain == pytest.approx(9.0 / 4 / 3.0 - 1) and head.gpus == (4, 1)
     assert "-25% per GPU over vLLM's defaults" in head.line() and "4 GPUs against 1" in head.line()
     assert head.to_dict()["gain_per_gpu"] is True
+
+
+def test_a_soak_on_a_shared_host_says_so_in_its_line_its_record_and_the_headline(tmp_path):
+    from loadtest.host_cpu import HostCpu
+
+    base, best = trial(0, 4.0, baseline=True), trial(1, 10.0, seqs=64)
+    shared = HostCpu(cores=2, seconds=120.0, busy=2.0, tree=1.1)  # others 0.9 of 2 cores
+    held = replace(soak(9.0, True), report={"host_cpu": shared.to_dict()}, host=shared)
+    assert "other processes used 0.90 of the host's 2 cores" in held.line()
+    cert = Certification(1, 10.0, 30.0, (held,))
+    assert Certification.from_dict(json.loads(json.dumps(cert.to_dict()))) == cert
+    head = headline(summarize([base, best]), {1: cert}, None)
+    assert "a quiet host may hold more" in head.rate_text() and "0.90 of the host's 2 cores" in head.line()
+    assert head.to_dict()["certified_on_shared_host"]["others"] == pytest.approx(0.9)
+    quiet = replace(held, host=HostCpu(2, 120.0, 1.15, 1.1), report={})
+    calm = headline(summarize([base, best]), {1: Certification(1, 10.0, 30.0, (quiet,))}, None)
+    assert "quiet host" not in calm.line() and calm.to_dict()["certified_on_shared_host"] is None
+    assert "other processes" not in quiet.line()

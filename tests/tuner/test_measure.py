@@ -1,9 +1,14 @@
 """The capacity search against a scripted server model (the thing under test is the search itself)."""
 
 from dataclasses import dataclass, field
+from dataclasses import replace as swap
 
+import pytest
+
+from loadtest.host_cpu import HostCpu
 from loadtest.slo import SLO
 from tuner.trial.capacity import MeasurePlan, capacity_search, slo_excess
+from tuner.trial.level import level_line, level_of
 
 SLOS = (SLO("ttft", 95, 1000.0),)
 
@@ -19,6 +24,7 @@ class FakeReport:
     records: tuple = ()
     steady: None = None  # no steady-state judgement: these scripted levels are steady by construction
     duration_s: float = 10.0
+    host: None = None  # the host's CPU use: not measured
 
     @property
     def slo_met(self):
@@ -142,7 +148,6 @@ def test_a_hopeless_configuration_stops_after_the_probe():
 
 def test_a_level_keeps_what_the_first_failed_request_was_told():
     from loadtest.records import RequestRecord
-    from tuner.trial.level import level_of
 
     said = "The decoder prompt (length 8193) is longer than the maximum model length of 8192."
     recs = (
@@ -158,3 +163,11 @@ def test_a_level_keeps_what_the_first_failed_request_was_told():
     assert level.failure_example == "http_400: " + said
     assert level.to_dict()["failures"] == {"http_400": 1, "timeout": 1, "abandoned": 1}
     assert level_of("rate", 1.0, None, FakeReport(900.0, 1.0, 1.0)).failure_example is None
+
+
+def test_a_level_on_a_shared_host_says_how_much_other_work_ran():
+    busy = swap(FakeReport(900.0, 5.0, 5.0), host=HostCpu(cores=2, seconds=10.0, busy=1.9, tree=1.2))
+    level = level_of("rate", 5.0, None, busy)
+    assert "other processes used 0.70 of the host's 2 cores" in level_line(level)
+    assert level.to_dict()["host_cpu"]["others"] == pytest.approx(0.7)
+    assert "other processes" not in level_line(level_of("rate", 5.0, None, FakeReport(900.0, 5.0, 5.0)))

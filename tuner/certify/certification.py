@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from loadtest.host_cpu import HostCpu
 from loadtest.report import LoadReport
 from loadtest.slo import SLO
 from loadtest.steady import Interval, percentile_interval
@@ -43,6 +44,7 @@ class Soak:
     slo_values: dict[str, float | None]
     intervals: dict[str, Interval]  # per SLO: a bootstrap interval of its percentile
     report: dict[str, Any]
+    host: HostCpu | None = None  # how busy the host was during the soak (loadtest.host_cpu)
 
     def line(self) -> str:
         vals = ", ".join(
@@ -51,7 +53,8 @@ class Soak:
             if v is not None
         )
         verdict = "held" if self.holds else "missed: " + "; ".join(self.reasons)
-        return f"soak at {self.rate:.3f} req/s for {self.seconds:.0f} s: {verdict} ({vals or 'no SLO value'})"
+        shared = f"; {self.host.phrase()}" if self.host is not None and self.host.notable else ""
+        return f"soak at {self.rate:.3f} req/s for {self.seconds:.0f} s: {verdict} ({vals or 'no SLO value'}){shared}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +73,7 @@ class Soak:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Soak:
         intervals = {k: Interval(**iv) for k, iv in (d.get("intervals") or {}).items()}
+        metrics = d.get("metrics") or {}
         return cls(
             d["rate_req_s"],
             d["seconds"],
@@ -80,7 +84,8 @@ class Soak:
             d.get("throughput_req_s", 0.0),
             dict(d["slo_values"]),
             intervals,
-            d.get("metrics") or {},
+            metrics,
+            HostCpu.from_dict(host) if (host := metrics.get("host_cpu")) else None,
         )
 
 
@@ -152,6 +157,7 @@ def soak_of(rate: float, rep: LoadReport, slos: tuple[SLO, ...]) -> Soak:
         dict(rep.slo_values),
         intervals,
         rep.to_dict(),
+        rep.host,
     )
 
 

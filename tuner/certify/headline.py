@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from loadtest.host_cpu import HostCpu
 from tuner.certify.certification import Certification
 from tuner.certify.confirm import Confirmation
 from tuner.certify.summary import Summary
@@ -41,6 +42,7 @@ class Headline:
     overruled_trial: int | None = None  # the search's best, certified below vLLM's defaults
     overruled_req_s: float | None = None
     gpus: tuple[int, int] | None = None  # (best, defaults) when their layouts differ: the gain is then per GPU
+    shared_host: HostCpu | None = None  # the certifying soak's host, when other processes used a notable share
 
     @property
     def rate_req_s(self) -> float | None:
@@ -49,9 +51,14 @@ class Headline:
 
     def rate_text(self) -> str:
         if self.certified_req_s is not None:
+            shared = (
+                f"; during it {self.shared_host.phrase()}, so a quiet host may hold more"
+                if self.shared_host is not None
+                else ""
+            )
             return (
                 f"{self.certified_req_s:.3f} req/s certified ({self.soak_s:.0f}-s soak on a fresh server; "
-                f"the search's estimate {self.estimate_req_s:.3f})"
+                f"the search's estimate {self.estimate_req_s:.3f}{shared})"
             )
         if self.estimate_req_s is None:
             return "no rate held"
@@ -100,6 +107,7 @@ class Headline:
             "overruled_trial": self.overruled_trial,
             "overruled_certified_rate_req_s": self.overruled_req_s,
             "gain_per_gpu": self.gpus is not None,
+            "certified_on_shared_host": self.shared_host.to_dict() if self.shared_host is not None else None,
             "line": self.line(),
         }
 
@@ -136,6 +144,7 @@ def _headline(
         gain=None,
         basis=None,
         certification_failed=cert is not None and cert.certified_rate is None,
+        shared_host=_shared_host(cert),
     )
     if summary.overruled is not None:
         lost = certifications.get(summary.overruled.number)
@@ -152,3 +161,9 @@ def _headline(
         single = min(len(summary.best_goodputs), len(summary.baseline_goodputs)) == 1
         return replace(stated, gain=summary.gain_over_baseline, basis=SEARCH, single_measurement=single)
     return stated
+
+
+def _shared_host(cert: Certification | None) -> HostCpu | None:
+    """The certifying soak's host use, when other processes took a notable share of its cores."""
+    soak = cert.certified_soak if cert else None
+    return soak.host if soak is not None and soak.host is not None and soak.host.notable else None

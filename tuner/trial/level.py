@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from loadtest.host_cpu import HostCpu
 from loadtest.records import ABANDONED
 from loadtest.report import LATE_GENERATOR_MS, LoadReport
 
@@ -29,6 +30,7 @@ class Level:
     steady: str | None = None  # loadtest.steady's verdict in a phrase (None: not judged)
     steady_holds: bool = True
     duration_s: float | None = None  # first scheduled send to last end
+    host: HostCpu | None = None  # how busy the host was during the level (loadtest.host_cpu)
 
     @property
     def passed(self) -> bool:
@@ -58,6 +60,7 @@ class Level:
             "steady": self.steady,
             "steady_holds": self.steady_holds,
             "duration_s": self.duration_s,
+            "host_cpu": self.host.to_dict() if self.host is not None else None,
         }
 
 
@@ -78,6 +81,7 @@ def level_of(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -
         _failure_example(rep),
         *_steadiness(kind, rep),
         rep.duration_s,
+        rep.host,
     )
 
 
@@ -98,6 +102,7 @@ def level_line(level: Level) -> str:
     steady = f"; {level.steady}" if level.steady else ""
     lag = level.schedule_lag_p95_ms or 0.0
     behind = f"; load generator behind schedule (p95 {lag:.0f} ms, counted in TTFT)" if lag >= LATE_GENERATOR_MS else ""
+    shared = f"; {level.host.phrase()}" if level.host is not None and level.host.notable else ""
     failed = level.errors
     errors = (
         f"; {sum(failed.values())} request(s) failed ({', '.join(f'{k}: {v}' for k, v in failed.items())}"
@@ -105,7 +110,7 @@ def level_line(level: Level) -> str:
         if failed
         else ""
     )
-    return f"{what}: {verdict} ({vals}{steady}) goodput {level.goodput_req_s:.2f}/s{behind}{errors}"
+    return f"{what}: {verdict} ({vals}{steady}) goodput {level.goodput_req_s:.2f}/s{behind}{shared}{errors}"
 
 
 def _failure_example(rep: LoadReport) -> str | None:
