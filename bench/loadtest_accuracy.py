@@ -29,9 +29,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.loadtest_fake_server import serve  # noqa: E402
+from loadtest.dist import percentile  # noqa: E402
 from loadtest.lengths import LengthDist  # noqa: E402
 from loadtest.prompts import PromptFactory  # noqa: E402
-from loadtest.report import LoadReport, percentile  # noqa: E402
+from loadtest.report import LoadReport  # noqa: E402
 from loadtest.runner import LoadSpec, run_load_async  # noqa: E402
 from loadtest.workload import Workload  # noqa: E402
 

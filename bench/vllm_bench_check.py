@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from loadtest.dist import percentile  # noqa: E402
 from loadtest.prompts import PromptFactory, load_tokenizer  # noqa: E402
-from loadtest.report import percentile  # noqa: E402
 from loadtest.slo import SLO, parse_slos  # noqa: E402
 from loadtest.steady import percentile_interval  # noqa: E402
 from loadtest.workload import load_workload  # noqa: E402

@@ -16,9 +16,9 @@ import asyncio
 import math
 
 from loadtest.client import Prepared
+from loadtest.dist import percentile_position
 from loadtest.metrics import _meets, timings
 from loadtest.records import ABANDONED, RequestRecord
-from loadtest.report import percentile_position
 from loadtest.slo import SLO
 
 

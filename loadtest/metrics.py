@@ -19,11 +19,11 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from loadtest import steady
+from loadtest.dist import Dist, percentile
 from loadtest.records import RequestRecord
-from loadtest.report import Dist, LoadReport, percentile
+from loadtest.report import LoadReport
 from loadtest.server_metrics import GaugeSample
 from loadtest.slo import SLO
 
@@ -109,7 +109,7 @@ def compute_metrics(
     records: Iterable[RequestRecord],
     *,
     slos: tuple[SLO, ...] = (),
-    server: dict[str, Any] | None = None,
+    server: dict[str, float] | None = None,
     duration_s: float | None = None,
     gauges: tuple[GaugeSample, ...] = (),
 ) -> LoadReport:

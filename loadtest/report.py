@@ -1,67 +1,22 @@
-"""The result of one load test: a frozen :class:`LoadReport`, its JSON form and its summary table."""
+"""The result of one load test: a frozen :class:`LoadReport`, its stored form (loadtest.summary) and its summary
+table. Percentiles and ``Dist`` live in loadtest.dist (also importable from here)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Any
 
+from loadtest.dist import Dist, percentile
 from loadtest.host_cpu import HostCpu
-from loadtest.server_metrics import GaugeSample
+from loadtest.records import RequestRecord
+from loadtest.server_metrics import GaugeSample, ServerSummary
 from loadtest.slo import SLO
 from loadtest.steady import Steadiness
+from loadtest.summary import ReportSummary
 
-PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2e")
 
 
 LATE_GENERATOR_MS = 50.0  # the text report says so when the generator's own p95 lateness reaches this
-
-
-def percentile_position(n: int, pct: float) -> float:
-    """Where the pct-th percentile of n sorted values sits (0 … n−1), linear interpolation's rank."""
-    return (n - 1) * min(max(pct, 0.0), 100.0) / 100.0
-
-
-def percentile(sorted_values: tuple[float, ...] | list[float], pct: float) -> float | None:
-    """Linear-interpolated percentile (numpy's default) of already sorted values; None when empty.
-
-    ``inf`` values are allowed (failed requests in SLO checks): a result touching one is ``inf``.
-    """
-    n = len(sorted_values)
-    if n == 0:
-        return None
-    pos = percentile_position(n, pct)
-    lo = math.floor(pos)
-    hi = min(lo + 1, n - 1)
-    a, b = sorted_values[lo], sorted_values[hi]
-    frac = pos - lo
-    if frac == 0.0:
-        return a
-    if math.isinf(a) or math.isinf(b):
-        return math.inf
-    return a + (b - a) * frac
-
-
-@dataclass(frozen=True)
-class Dist:
-    """Summary of one latency, in milliseconds. All None when nothing was measured."""
-
-    mean: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-    p95: float | None = None
-    p99: float | None = None
-
-    @classmethod
-    def of(cls, sorted_ms: tuple[float, ...]) -> Dist:
-        if not sorted_ms:
-            return cls()
-        ps = [percentile(sorted_ms, p) for p in PERCENTILES]
-        return cls(math.fsum(sorted_ms) / len(sorted_ms), *ps)
-
-    def to_dict(self) -> dict[str, float | None]:
-        return {"mean": self.mean, "p50": self.p50, "p90": self.p90, "p95": self.p95, "p99": self.p99}
 
 
 @dataclass(frozen=True)
@@ -87,13 +42,13 @@ class LoadReport:
     itl_ms: Dist
     e2e_ms: Dist
     schedule_lag_ms: Dist
-    server: dict[str, Any]
+    server: dict[str, float]  # vLLM's /metrics over the run (loadtest.server_metrics.summarize)
     slos: tuple[SLO, ...]
     slo_met: bool | None
     slo_values: dict[str, float | None]
     token_counts_exact: bool
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict, repr=False, compare=False)
-    records: tuple[Any, ...] = field(default=(), repr=False, compare=False)  # the raw RequestRecords
+    records: tuple[RequestRecord, ...] = field(default=(), repr=False, compare=False)
     gauges: tuple[GaugeSample, ...] = field(default=(), repr=False, compare=False)  # vLLM's, polled during the run
     steady: Steadiness | None = None  # loadtest.steady: the level's steady-state checks (None: too few requests)
     host: HostCpu | None = None  # loadtest.host_cpu: how busy the host was over the run (None: not measured)
@@ -109,32 +64,36 @@ class LoadReport:
             raise ValueError(f"unknown metric {metric!r}; use one of: {', '.join(sorted(self.samples))}")
         return percentile(self.samples[metric], pct)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able dict with the keys promised in DESIGN.md (plus a few more)."""
-        return {
-            "requests_ok": self.requests_ok,
-            "requests_failed": self.requests_failed,
-            "failures": dict(self.failures),
-            "output_tokens": self.output_tokens,
-            "input_tokens": self.input_tokens,
-            "duration_s": self.duration_s,
-            "throughput_req_s": self.throughput_req_s,
-            "throughput_tok_s": self.throughput_tok_s,
-            "goodput_req_s": self.goodput_req_s,
-            "requests_good": self.requests_good,
-            "ttft_ms": self.ttft_ms.to_dict(),
-            "tpot_ms": self.tpot_ms.to_dict(),
-            "itl_ms": self.itl_ms.to_dict(),
-            "e2e_ms": self.e2e_ms.to_dict(),
-            "schedule_lag_ms": self.schedule_lag_ms.to_dict(),
-            "server": dict(self.server),
-            "slos": [str(s) for s in self.slos],
-            "slo_met": self.slo_met,
-            "slo_values": dict(self.slo_values),
-            "token_counts_exact": self.token_counts_exact,
-            "steady": self.steady.to_dict() if self.steady is not None else None,
-            "host_cpu": self.host.to_dict() if self.host is not None else None,
-        }
+    def summary(self) -> ReportSummary:
+        """What is stored of this report: all but its raw samples, records and gauges."""
+        return ReportSummary(
+            requests_ok=self.requests_ok,
+            requests_failed=self.requests_failed,
+            failures=dict(self.failures),
+            output_tokens=self.output_tokens,
+            input_tokens=self.input_tokens,
+            duration_s=self.duration_s,
+            throughput_req_s=self.throughput_req_s,
+            throughput_tok_s=self.throughput_tok_s,
+            goodput_req_s=self.goodput_req_s,
+            requests_good=self.requests_good,
+            ttft_ms=self.ttft_ms,
+            tpot_ms=self.tpot_ms,
+            itl_ms=self.itl_ms,
+            e2e_ms=self.e2e_ms,
+            schedule_lag_ms=self.schedule_lag_ms,
+            server=ServerSummary.from_dict(self.server),
+            slos=self.slos,
+            slo_met=self.slo_met,
+            slo_values=dict(self.slo_values),
+            token_counts_exact=self.token_counts_exact,
+            steady=self.steady,
+            host_cpu=self.host,
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-able dict with the keys promised in DESIGN.md (plus a few more): the summary's."""
+        return self.summary().to_dict()
 
 
 def _ms(v: float | None) -> str:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 from loadtest.transport import Clock, MonotonicClock, Transport
@@ -49,6 +50,38 @@ class GaugeSample:
     waiting: float
 
 
+@dataclass(frozen=True)
+class ServerSummary:
+    """A report's ``server`` figures (what :func:`summarize` gives) as a record; None: vLLM did not report it.
+    Field order is summarize's, so ``to_dict`` writes the same JSON as the dict it replaces."""
+
+    preemptions: int | None = None
+    queue_time_mean_ms: float | None = None
+    server_requests: int | None = None
+    server_ttft_mean_ms: float | None = None  # from a request's arrival, as the server times it
+    server_itl_mean_ms: float | None = None
+    prefix_cache_hit_rate: float | None = None
+    spec_decode_drafts: int | None = None  # 0 on a speculating server that proposed nothing
+    spec_decode_acceptance_rate: float | None = None  # accepted / drafted tokens
+    spec_decode_mean_accepted_per_draft: float | None = None
+    server_prompt_tokens: int | None = None
+    server_generation_tokens: int | None = None
+    kv_cache_usage_peak: float | None = None
+    requests_waiting_peak: float | None = None
+    requests_running_peak: float | None = None
+    kv_cache_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, float]:
+        """Only the figures vLLM reported, as summarize writes them."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> ServerSummary:
+        """The stored form back; names this version does not know are dropped."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (d or {}).items() if k in known})
+
+
 def parse_prometheus(text: str) -> tuple[dict[str, float], dict[str, dict[str, str]]]:
     """Values summed over label sets per name, and the labels of ``*_info`` metrics."""
     values: dict[str, float] = {}
@@ -85,14 +118,14 @@ def summarize(
     after: dict[str, float],
     peaks: dict[str, float],
     infos: dict[str, dict[str, str]],
-) -> dict[str, Any]:
-    """The report's ``server`` dict: deltas over the run, peaks seen, and derived rates."""
+) -> dict[str, float]:
+    """The report's ``server`` dict: deltas over the run, peaks seen, and derived rates (ServerSummary's fields)."""
     d: dict[str, float] = {}
     for key, names in COUNTERS.items():
         a, b = _pick(before, names), _pick(after, names)
         if a is not None and b is not None:
             d[key] = b - a
-    out: dict[str, Any] = {}
+    out: dict[str, float] = {}
     if "preemptions" in d:
         out["preemptions"] = int(d["preemptions"])
     if d.get("queue_count"):

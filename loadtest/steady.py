@@ -21,8 +21,9 @@ Fewer than ``MIN_HALF`` successful requests in a half: growth is not judged (the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +58,10 @@ class Interval:
 
     def to_dict(self) -> dict[str, float]:
         return {"estimate": self.estimate, "low": self.low, "high": self.high, "confidence": self.confidence}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, float] | None) -> Interval | None:
+        return cls(**d) if d else None
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,21 @@ class Steadiness:
             "backlog_growth": self.backlog_growth.to_dict() if self.backlog_growth else None,
             "backlog_basis": self.backlog_basis,
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Steadiness:
+        """The stored form back (``holds`` follows from the reasons); checks a version did not make stay None."""
+        return cls(
+            dict(d.get("tail_slo_values") or {}),
+            bool(d.get("tail_met", True)),
+            Interval.from_dict(d.get("ttft_growth_ms")),
+            d.get("growth_tolerance_ms"),
+            d.get("backlog_second_quarter"),
+            d.get("backlog_last_quarter"),
+            Interval.from_dict(d.get("backlog_growth")),
+            tuple(d.get("reasons") or ()),
+            d.get("backlog_basis"),
+        )
 
 
 def percentile_interval(values: Sequence[float], pct: float = 95.0, seed: int = 0) -> Interval | None:

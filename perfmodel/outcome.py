@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from loadtest.report import percentile
+from loadtest.dist import percentile
 from loadtest.slo import SLO
 
 
