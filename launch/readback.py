@@ -15,6 +15,7 @@ Metrics win over the log where both report a value. Absent values stay None.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
@@ -38,6 +39,12 @@ class ReadBack:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ReadBack:
+        """A stored read-back back; a value an older version did not read stays None."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
 
     def merged(self, other: ReadBack) -> ReadBack:
         """``self`` with its None fields filled from ``other``."""

@@ -60,6 +60,12 @@ class KVBudget:
         d["reasons"] = list(self.reasons)
         return d
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> KVBudget:
+        """A stored budget (``TrialResult.budget``) back. Budgets stored before vLLM's CUDA-graph estimate was
+        modelled lack ``cudagraph_subtracted_bytes``: nothing was subtracted then."""
+        return cls(**{"cudagraph_subtracted_bytes": 0, **d, "reasons": tuple(d.get("reasons") or ())})
+
 
 def estimate_budget(
     spec: ModelSpec,

@@ -3,7 +3,9 @@ generator's report, and the progress line that says why it passed or not."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from loadtest.host_cpu import HostCpu
 from loadtest.records import ABANDONED
@@ -62,6 +64,13 @@ class Level:
             "duration_s": self.duration_s,
             "host_cpu": self.host.to_dict() if self.host is not None else None,
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Level:
+        """The stored form back; a key an older version did not write takes the field's default."""
+        known = {f.name for f in fields(cls)} - {"host"}
+        host = d.get("host_cpu")
+        return cls(**{k: v for k, v in d.items() if k in known}, host=HostCpu.from_dict(host) if host else None)
 
 
 def level_of(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -> Level:
