@@ -22,6 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from loadtest.summary import ReportSummary  # noqa: E402
 
 
 def _run(cmd: list[str]) -> tuple[float, float]:
@@ -39,10 +42,10 @@ def ours(args: argparse.Namespace, seconds: float, out: Path, extra: tuple[str, 
            args.tokenizer, "--workload", args.workload, "--rate", str(args.rate), "--duration", str(seconds),
            "--output-tokens", str(args.output_tokens), "--slo", args.slo, "--json", str(out), *extra]  # fmt: skip
     cpu, wall = _run(cmd)
-    rep = json.loads(out.read_text())
-    return {"cpu_s": cpu, "wall_s": wall, "requests": rep["requests_ok"] + rep["requests_failed"],
-            "ttft_p95_ms": rep["ttft_ms"]["p95"], "lag_p95_ms": rep["schedule_lag_ms"]["p95"],
-            "throughput_req_s": rep["throughput_req_s"]}  # fmt: skip
+    rep = ReportSummary.from_dict(json.loads(out.read_text()))
+    return {"cpu_s": cpu, "wall_s": wall, "requests": rep.requests_ok + rep.requests_failed,
+            "ttft_p95_ms": rep.ttft_ms.p95, "lag_p95_ms": rep.schedule_lag_ms.p95,
+            "throughput_req_s": rep.throughput_req_s}  # fmt: skip
 
 
 def theirs(args: argparse.Namespace, seconds: float, out: Path) -> dict[str, float]:

@@ -31,25 +31,28 @@ def check(folder: str, costs: Costs) -> list[str]:
     _, _, _, results, observed = study_inputs(study)
     out = [f"## {folder}: at the reported level, model / vLLM"]
     for r in results:
-        server = (r.report or {}).get("server") or {}
+        server = r.server
         obs = observed[r.number]
         at = next((i for i, lv in enumerate(obs.levels) if lv.rate is not None and lv.rate == r.best_rate), None)
-        if at is None or not server:
+        if at is None or not server.to_dict():
             continue
         sim = replay_levels(obs, costs)[at]
         hit = sim.prefix_hit_rate
-        measured_hit = server.get("prefix_cache_hit_rate")
+        measured_hit = server.prefix_cache_hit_rate
         hits = "off" if hit is None and measured_hit is None else f"{_pct(hit)} / {_pct(measured_hit)}"
         out.append(
             f"  trial {r.number} ({describe(r)}): prefix hits {hits}; preemptions {sim.preemptions} / "
-            f"{server.get('preemptions', '?'):.0f}; running peak {sim.running_peak} / "
-            f"{server.get('requests_running_peak', '?'):.0f}"
+            f"{_count(server.preemptions)}; running peak {sim.running_peak} / {_count(server.requests_running_peak)}"
         )
     return out
 
 
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.0f} %"
+
+
+def _count(x: float | None) -> str:
+    return "?" if x is None else f"{x:.0f}"
 
 
 def main() -> int:

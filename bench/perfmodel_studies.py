@@ -113,13 +113,15 @@ def trial_results(study: Study) -> list[TrialResult]:
 
 def load_seed(workload: Workload, result: TrialResult, limit: int = 256) -> int:
     """The seed whose first requests have exactly the best level's prompt and output token totals."""
-    rep = result.report or {}
-    n = int(rep["requests_ok"]) + int(rep["requests_failed"])
+    rep = result.report
+    if rep is None:
+        raise ValueError(f"trial {result.number} has no report to match")
+    n = rep.requests_ok + rep.requests_failed
     for seed in range(limit):
         reqs = requests_of(workload, seed, n)
         if (
-            sum(r.prompt_tokens for r in reqs) == rep["input_tokens"]
-            and sum(r.output_tokens for r in reqs) == rep["output_tokens"]
+            sum(r.prompt_tokens for r in reqs) == rep.input_tokens
+            and sum(r.output_tokens for r in reqs) == rep.output_tokens
         ):
             return seed
     raise ValueError(f"trial {result.number}: no seed below {limit} gives its recorded token totals")

@@ -59,8 +59,8 @@ def residuals(trial: ObservedTrial, outcomes: list[LevelOutcome]) -> list[float]
         sim = next(
             (o for lv, o in zip(trial.levels, outcomes, strict=True) if lv.rate == trial.best_rate), outcomes[-1]
         )
-        for metric in ("ttft", "tpot", "e2e"):
-            out.append(_log_ratio(sim.value(metric, 50), (best.get(f"{metric}_ms") or {}).get("p50")))
+        for metric, dist in (("ttft", best.ttft_ms), ("tpot", best.tpot_ms), ("e2e", best.e2e_ms)):
+            out.append(_log_ratio(sim.value(metric, 50), dist.p50))
     return out
 
 

@@ -4,7 +4,7 @@ the ServeConfig and the KV budget ``tuner.budget.kv_budget`` predicts for it (or
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from launch.config import ServeConfig
@@ -35,23 +35,16 @@ class EngineConfig:
     def of(cls, config: ServeConfig, budget: KVBudget, num_gpu_blocks: int | None = None) -> EngineConfig:
         """``config`` launched with ``budget`` (its limits as resolved, vLLM's defaults included);
         ``num_gpu_blocks``: the count vLLM reported, when known, instead of the budget's prediction."""
-        return cls.from_budget_dict(config, budget.to_dict(), num_gpu_blocks)
-
-    @classmethod
-    def from_budget_dict(
-        cls, config: ServeConfig, budget: dict[str, Any], num_gpu_blocks: int | None = None
-    ) -> EngineConfig:
-        """The same from a stored budget (``TrialResult.budget``)."""
-        blocks = int(num_gpu_blocks if num_gpu_blocks is not None else budget["num_blocks"])
+        blocks = num_gpu_blocks if num_gpu_blocks is not None else budget.num_blocks
         return cls(
-            max_num_seqs=int(budget["max_num_seqs"]),
-            max_num_batched_tokens=int(budget["max_num_batched_tokens"]),
+            max_num_seqs=budget.max_num_seqs,
+            max_num_batched_tokens=budget.max_num_batched_tokens,
             chunked_prefill=config.enable_chunked_prefill is not False,  # vLLM v1: on unless turned off
             prefix_caching=config.enable_prefix_caching is not False,  # likewise
             num_blocks=max(1, blocks - NULL_BLOCKS),
-            block_size=int(budget["block_size"]),
-            max_model_len=int(budget["max_model_len"]),
-            kv_bytes_per_token=int(budget["kv_bytes_per_token"]),
+            block_size=budget.block_size,
+            max_model_len=budget.max_model_len,
+            kv_bytes_per_token=budget.kv_bytes_per_token,
         )
 
     def with_blocks(self, num_gpu_blocks: int) -> EngineConfig:

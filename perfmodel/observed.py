@@ -5,7 +5,7 @@ level it ran (rate or probe concurrency, request count, outcome, p95s, throughpu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from perfmodel.config import EngineConfig
 from perfmodel.protocol import ShortLevelSearch
@@ -13,6 +13,8 @@ from perfmodel.traffic import Demand
 
 if TYPE_CHECKING:
     from launch.config import ServeConfig
+    from loadtest.summary import ReportSummary
+    from tuner.trial.level import Level
     from tuner.trial.result import TrialResult
 
 
@@ -38,7 +40,7 @@ class ObservedTrial:
     levels: tuple[ObservedLevel, ...]
     best_rate: float | None  # the highest rate whose level met the SLO (the measured capacity)
     goodput_req_s: float
-    best: dict[str, Any] | None  # the loadtest report at best_rate (percentiles, server metrics)
+    best: ReportSummary | None  # the loadtest report at best_rate (percentiles, server metrics)
 
 
 def observe(
@@ -48,30 +50,23 @@ def observe(
     config = result.launched or result.config
     if result.budget is None:
         raise ValueError(f"trial {result.number} has no KV budget: it was not launched")
-    blocks = (result.readback or {}).get("num_gpu_blocks") if readback else None
-    engine = EngineConfig.from_budget_dict(config, result.budget, blocks)
-    levels = tuple(_level(d, plan) for d in result.levels)
+    blocks = result.readback.num_gpu_blocks if readback and result.readback else None
+    engine = EngineConfig.of(config, result.budget, blocks)
+    levels = tuple(_level(lv, plan) for lv in result.levels)
     return ObservedTrial(
         result.number, demand, config, engine, seed, levels, result.best_rate, result.goodput_req_s, result.report
     )
 
 
-def _level(d: dict[str, Any], plan: ShortLevelSearch) -> ObservedLevel:
-    if d["kind"] == "probe":
-        conc = int(d["concurrency"])
+def _level(lv: Level, plan: ShortLevelSearch) -> ObservedLevel:
+    if lv.kind == "probe":
+        assert lv.concurrency is not None, "a probe level has its concurrency"
+        conc = lv.concurrency
         if conc == plan.probe_concurrency:
             n = plan.probe_requests
         else:  # a probe fitted to a server running fewer sequences (ShortLevelSearch.probe_for)
             n = max(2 * conc, round(plan.probe_requests * conc / plan.probe_concurrency))
     else:
-        conc, n = None, plan.level_requests(float(d["rate"]))
-    return ObservedLevel(
-        d["kind"],
-        d.get("rate"),
-        conc,
-        n,
-        bool(d["slo_met"]),
-        float(d["throughput_req_s"]),
-        d.get("ttft_p95_ms"),
-        d.get("tpot_p95_ms"),
-    )
+        assert lv.rate is not None, "a rate level has its rate"
+        conc, n = None, plan.level_requests(lv.rate)
+    return ObservedLevel(lv.kind, lv.rate, conc, n, lv.slo_met, lv.throughput_req_s, lv.ttft_p95_ms, lv.tpot_p95_ms)

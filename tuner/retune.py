@@ -24,6 +24,7 @@ from typing import Any
 from launch.config import ServeConfig
 from launch.fingerprint import model_fingerprint
 from loadtest.redact import without_password
+from loadtest.summary import ReportSummary
 from loadtest.textfile import read_json
 from tuner.certify.verify import verify_at_rate
 from tuner.errors import UsageError
@@ -100,7 +101,8 @@ def retune(
         check = verify_at_rate(ServeConfig.from_dict(old_best["config"]), ctx, rate, progress)
         # rate × (share of requests meeting every SLO): unlike good/duration, it does not swing with how
         # long the last request's tail took
-        result["old"]["goodput_at_rate_req_s"] = stated_rate(doc) * good_share(old_best.get("metrics"))
+        old_report = ReportSummary.from_dict(m) if (m := old_best.get("metrics")) else None  # best.json's
+        result["old"]["goodput_at_rate_req_s"] = stated_rate(doc) * good_share(old_report)
         new = {**check.to_dict(), "goodput_at_rate_req_s": rate * good_share(check.report)}
         result.update(action="reverified", new=new, regression=not check.slo_met, launch_sh_updated=False)
         _append_history(study, result)
@@ -192,12 +194,9 @@ def verification_rate(best_rate: float, tolerance: float) -> float:
     return best_rate * (1 - tolerance)
 
 
-def good_share(report: dict[str, Any] | None) -> float:
-    """Share of a level's requests (failed ones included) that met every SLO."""
-    if not report:
-        return 0.0
-    total = (report.get("requests_ok") or 0) + (report.get("requests_failed") or 0)
-    return (report.get("requests_good") or 0) / total if total else 0.0
+def good_share(report: ReportSummary | None) -> float:
+    """Share of a level's requests (failed ones included) that met every SLO; 0 without a report."""
+    return report.good_share if report is not None else 0.0
 
 
 def _stamp() -> str:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 
 from launch.config import ServeConfig
+from loadtest.dist import Dist
 from loadtest.lengths import LengthDist
 from loadtest.slo import parse_slos
+from loadtest.summary import ReportSummary
 from loadtest.workload import Workload, load_workload
 from perfmodel.calibrate import fit, loss
 from perfmodel.capacity import SteadyState, predict_search
@@ -104,7 +106,8 @@ def observed_trial(config: ServeConfig, number: int, costs: Costs = TRUTH, seqs:
     )
     steps = zip(found.trace.steps, found.levels, strict=True)
     best = next((o for s, o in steps if s.rate == found.best_rate), None)
-    report = {f"{m}_ms": {"p50": best.value(m, 50)} for m in ("ttft", "tpot", "e2e")} if best else None
+    p50s = {f"{m}_ms": Dist(p50=best.value(m, 50)) for m in ("ttft", "tpot", "e2e")} if best else None
+    report = ReportSummary(**p50s) if p50s else None
     return ObservedTrial(number, CHAT, config, engine(seqs), number, levels, found.best_rate, 0.0, report)
 
 

@@ -13,18 +13,22 @@ import pytest
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
+from loadtest.dist import Dist
+from loadtest.summary import ReportSummary
 from tuner.certify.certification import MAX_SOAKS, STEP, Certification, Soak, certify
 from tuner.certify.certified import certify_study, floor_rate, stored, to_certify
 from tuner.certify.confirm import Confirmation
 from tuner.certify.headline import CERTIFIED, CONFIRMED, SEARCH, headline
 from tuner.report.outputs import summarize, write_outputs
 from tuner.report.report_html import write_report
+from tuner.trial.level import Level
 from tuner.trial.result import TrialResult
 
 
 def soak(rate: float, holds: bool, sustained: float | None = None) -> Soak:
     return Soak(rate, 30.0, holds, () if holds else ("last half missed ttft_p95 2,400 ms",), rate, 10 * rate,
-                rate if sustained is None else sustained, {"ttft_p95": 900.0 if holds else 2400.0}, {}, {})  # fmt: skip
+                rate if sustained is None else sustained, {"ttft_p95": 900.0 if holds else 2400.0}, {},
+                ReportSummary())  # fmt: skip
 
 
 @dataclass
@@ -97,10 +101,10 @@ def test_the_estimate_is_always_soaked_and_soaks_are_bounded():
 
 def trial(n: int, rate: float | None, baseline: bool = False, seqs: int | None = None) -> TrialResult:
     cfg = ServeConfig(model="/m", max_num_seqs=seqs)
-    levels = ({"kind": "rate", "rate": rate / 2, "slo_met": True}, {"kind": "rate", "rate": rate, "slo_met": True})
+    levels = (Level("rate", rate / 2, None, True, 0.0, 0.0), Level("rate", rate, None, True, 0.0, 0.0)) if rate else ()
     return TrialResult(number=n, state="COMPLETE", is_baseline=baseline, config=cfg, slo_met=rate is not None,
-                       goodput_req_s=rate or 0.0, best_rate=rate, levels=levels if rate else (),
-                       report={"ttft_ms": {"p95": 500.0}})  # fmt: skip
+                       goodput_req_s=rate or 0.0, best_rate=rate, levels=levels,
+                       report=ReportSummary(ttft_ms=Dist(p95=500.0)))  # fmt: skip
 
 
 class Attrs:
@@ -220,14 +224,14 @@ def test_a_soak_on_a_shared_host_says_so_in_its_line_its_record_and_the_headline
 
     base, best = trial(0, 4.0, baseline=True), trial(1, 10.0, seqs=64)
     shared = HostCpu(cores=2, seconds=120.0, busy=2.0, tree=1.1)  # others 0.9 of 2 cores
-    held = replace(soak(9.0, True), report={"host_cpu": shared.to_dict()}, host=shared)
+    held = replace(soak(9.0, True), report=ReportSummary(host_cpu=shared), host=shared)
     assert "other processes used 0.90 of the host's 2 cores" in held.line()
     cert = Certification(1, 10.0, 30.0, (held,))
     assert Certification.from_dict(json.loads(json.dumps(cert.to_dict()))) == cert
     head = headline(summarize([base, best]), {1: cert}, None)
     assert "a quiet host may hold more" in head.rate_text() and "0.90 of the host's 2 cores" in head.line()
     assert head.to_dict()["certified_on_shared_host"]["others"] == pytest.approx(0.9)
-    quiet = replace(held, host=HostCpu(2, 120.0, 1.15, 1.1), report={})
+    quiet = replace(held, host=HostCpu(2, 120.0, 1.15, 1.1), report=ReportSummary())
     calm = headline(summarize([base, best]), {1: Certification(1, 10.0, 30.0, (quiet,))}, None)
     assert "quiet host" not in calm.line() and calm.to_dict()["certified_on_shared_host"] is None
     assert "other processes" not in quiet.line()

@@ -1,10 +1,17 @@
 import json
+from dataclasses import replace
 
 import pandas as pd
 
 from launch.config import ServeConfig
+from launch.readback import ReadBack
+from loadtest.dist import Dist
+from loadtest.server_metrics import ServerSummary
+from loadtest.summary import ReportSummary
+from tests.records import kv_budget
 from tuner.report.outputs import summarize, write_outputs
 from tuner.report.report_html import write_report
+from tuner.trial.level import Level
 from tuner.trial.result import COMPLETE, FAIL, PRUNED, TrialResult
 
 CONTRACT = [
@@ -26,10 +33,10 @@ CONTRACT = [
 
 
 def result(n, state=COMPLETE, met=True, goodput=1.0, baseline=False, **cfg):
-    rep = {"ttft_ms": {"p95": 100.0 * (n + 1)}, "tpot_ms": {"p95": 10.0}, "throughput_tok_s": 50.0}
+    rep = ReportSummary(ttft_ms=Dist(p95=100.0 * (n + 1)), tpot_ms=Dist(p95=10.0), throughput_tok_s=50.0)
     levels = (
-        {"kind": "rate", "rate": 1.0, "ttft_p95_ms": 90.0, "tpot_p95_ms": 9.0},
-        {"kind": "rate", "rate": 2.0, "ttft_p95_ms": 150.0, "tpot_p95_ms": 11.0},
+        Level("rate", 1.0, None, True, 1.0, 1.0, ttft_p95_ms=90.0, tpot_p95_ms=9.0),
+        Level("rate", 2.0, None, True, 2.0, 2.0, ttft_p95_ms=150.0, tpot_p95_ms=11.0),
     )
     return TrialResult(
         n,
@@ -41,8 +48,8 @@ def result(n, state=COMPLETE, met=True, goodput=1.0, baseline=False, **cfg):
         best_rate=goodput if met else None,
         report=rep if state == COMPLETE else None,
         levels=levels if state == COMPLETE else (),
-        budget={"kv_tokens": 1000},
-        readback={"kv_cache_size_tokens": 1010},
+        budget=kv_budget(kv_tokens=1000),
+        readback=ReadBack(kv_cache_size_tokens=1010),
         fail_reason=None if state == COMPLETE else "oom: CUDA out of memory",
         constraint=-0.1,
     )
@@ -94,15 +101,13 @@ def test_trial_result_round_trips():
 
 def test_speculation_columns_come_from_the_servers_counters(tmp_path):
     spec = result(1, goodput=3.0, speculative_method="ngram", num_speculative_tokens=4)
-    spec = TrialResult(
-        **{**spec.__dict__, "report": {**spec.report, "server": {"spec_decode_drafts": 0}}}
+    spec = replace(
+        spec, report=replace(spec.report, server=ServerSummary(spec_decode_drafts=0))
     )  # the ngram drafter found nothing to propose
     hit = result(2, goodput=2.5, speculative_method="ngram", num_speculative_tokens=2)
-    hit = TrialResult(
-        **{
-            **hit.__dict__,
-            "report": {**hit.report, "server": {"spec_decode_drafts": 40, "spec_decode_acceptance_rate": 0.625}},
-        }
+    hit = replace(
+        hit,
+        report=replace(hit.report, server=ServerSummary(spec_decode_drafts=40, spec_decode_acceptance_rate=0.625)),
     )
     write_outputs(tmp_path, [result(0, baseline=True), spec, hit], {"slo": "ttft_p95=2s"}, fake_script, write_report)
     frame = pd.read_csv(tmp_path / "trials.csv")

@@ -4,37 +4,38 @@ apart with the seed it was measured under and the requests its rate sent over it
 from __future__ import annotations
 
 from launch.config import ServeConfig
+from loadtest.dist import Dist
 from loadtest.slo import parse_slos
+from loadtest.summary import ReportSummary
 from loadtest.workload import load_workload
 from perfmodel.traffic import Demand
+from tests.records import kv_budget
 from tuner.search.predict_model import observed_levels, short_levels
 from tuner.trial.capacity import MeasurePlan
+from tuner.trial.level import Level
 from tuner.trial.measuring import level_seed
 from tuner.trial.result import COMPLETE, TrialResult
 
 PLAN = MeasurePlan(probe_requests=48, probe_concurrency=32, level_duration_s=6.0, min_level_requests=12, seed=3)
-BUDGET = {
-    "max_num_seqs": 16,
-    "max_num_batched_tokens": 2048,
-    "num_blocks": 1000,
-    "block_size": 16,
-    "max_model_len": 2048,
-    "kv_bytes_per_token": 4096,
-}
+BUDGET = kv_budget(
+    max_num_seqs=16, max_num_batched_tokens=2048, num_blocks=1000, block_size=16, max_model_len=2048,
+    kv_bytes_per_token=4096,
+)  # fmt: skip
 
 
 def level(kind, rate=None, conc=None, met=True, duration=None, steady=True):
-    return {
-        "kind": kind,
-        "rate": rate,
-        "concurrency": conc,
-        "slo_met": met,
-        "throughput_req_s": 5.0,
-        "ttft_p95_ms": 100.0,
-        "tpot_p95_ms": 10.0,
-        "duration_s": duration,
-        "steady_holds": steady,
-    }
+    return Level(
+        kind=kind,
+        rate=rate,
+        concurrency=conc,
+        slo_met=met,
+        goodput_req_s=0.0,
+        throughput_req_s=5.0,
+        ttft_p95_ms=100.0,
+        tpot_p95_ms=10.0,
+        duration_s=duration,
+        steady_holds=steady,
+    )
 
 
 def test_each_level_is_its_own_trial_with_its_seed_and_sent_requests():
@@ -52,7 +53,7 @@ def test_each_level_is_its_own_trial_with_its_seed_and_sent_requests():
         slo_met=True,
         goodput_req_s=4.0,
         best_rate=4.0,
-        report={"ttft_ms": {"p50": 50.0}},
+        report=ReportSummary(ttft_ms=Dist(p50=50.0)),
         levels=levels,
         budget=BUDGET,
     )

@@ -196,6 +196,8 @@ def test_files_state_predicted_against_measured_only_for_launched_trials(tmp_pat
 
     import pandas as pd
 
+    from loadtest.dist import Dist
+    from loadtest.summary import ReportSummary
     from tuner.report.outputs import write_outputs
     from tuner.report.report_html import write_report
 
@@ -209,7 +211,7 @@ def test_files_state_predicted_against_measured_only_for_launched_trials(tmp_pat
             slo_met=True,
             goodput_req_s=rate,
             best_rate=rate,
-            report={"ttft_ms": {"p95": 100.0}},
+            report=ReportSummary(ttft_ms=Dist(p95=100.0)),
             extra=extra,
         )
 

@@ -1,9 +1,10 @@
+from loadtest.summary import ReportSummary
 from tuner.retune import good_share
 
 
 def test_good_share_counts_failed_requests_as_not_good():
-    assert good_share({"requests_ok": 8, "requests_failed": 2, "requests_good": 6}) == 0.6
-    assert good_share(None) == 0.0 and good_share({"requests_ok": 0, "requests_failed": 0}) == 0.0
+    assert good_share(ReportSummary(requests_ok=8, requests_failed=2, requests_good=6)) == 0.6
+    assert good_share(None) == 0.0 and good_share(ReportSummary(requests_ok=0, requests_failed=0)) == 0.0
 
 
 def test_verification_runs_below_the_edge_rate_by_the_tolerance():

@@ -9,6 +9,9 @@ from html import unescape
 import pytest
 
 from launch.config import ServeConfig
+from loadtest.dist import Dist
+from loadtest.server_metrics import ServerSummary
+from loadtest.summary import ReportSummary
 from tuner.certify.certification import Certification, Soak
 from tuner.certify.headline import headline
 from tuner.certify.spec_rule import apply_rule, find_twin, twin_of
@@ -23,12 +26,13 @@ NGRAM = ServeConfig(model="/m", max_num_seqs=16, speculative_method="ngram", num
 def trial(n: int, config: ServeConfig, goodput: float, acceptance: float | None = None, base: bool = False):
     server = {} if acceptance is None else {"spec_decode_drafts": 100, "spec_decode_acceptance_rate": acceptance}
     return TrialResult(n, COMPLETE, base, config, slo_met=True, goodput_req_s=goodput, best_rate=goodput,
-                       report={"server": server, "ttft_ms": {"p95": 500.0}})  # fmt: skip
+                       report=ReportSummary(server=ServerSummary(**server), ttft_ms=Dist(p95=500.0)))  # fmt: skip
 
 
 def cert(n: int, rate: float, acceptance: float | None = None) -> Certification:
     server = {} if acceptance is None else {"spec_decode_drafts": 50, "spec_decode_acceptance_rate": acceptance}
-    soak = Soak(rate, 30.0, True, (), rate, 10 * rate, rate, {"ttft_p95": 900.0}, {}, {"server": server})
+    report = ReportSummary(server=ServerSummary(**server))
+    soak = Soak(rate, 30.0, True, (), rate, 10 * rate, rate, {"ttft_p95": 900.0}, {}, report)
     return Certification(n, rate, 30.0, (soak,))
 
 

@@ -36,6 +36,6 @@ def test_the_variant_trial_gets_the_variants_kv_budget(tmp_path):
     r4 = run_trial(2, ServeConfig(model=str(q4), **knobs), False, ctx)
     assert r16.state == r4.state == "PRUNED"
     # Llama-3-8B on an A30 at gmu 0.9: ~15 GiB of 16-bit weights leave ~43k KV tokens, 5.3 GiB of 4-bit ~122k
-    kv16, kv4 = r16.budget["kv_tokens"], r4.budget["kv_tokens"]
+    kv16, kv4 = r16.budget.kv_tokens, r4.budget.kv_tokens
     assert 35_000 < kv16 < 50_000
     assert 110_000 < kv4 < 135_000

@@ -21,6 +21,7 @@ from loadtest.host_cpu import HostCpu
 from loadtest.report import LoadReport
 from loadtest.slo import SLO
 from loadtest.steady import Interval, percentile_interval
+from loadtest.summary import ReportSummary
 
 STEP = 0.9  # each step down keeps this share of the rate
 MAX_SOAKS = 5
@@ -43,7 +44,7 @@ class Soak:
     throughput_req_s: float  # requests completed per second over the soak: what the server sustained
     slo_values: dict[str, float | None]
     intervals: dict[str, Interval]  # per SLO: a bootstrap interval of its percentile
-    report: dict[str, Any]
+    report: ReportSummary
     host: HostCpu | None = None  # how busy the host was during the soak (loadtest.host_cpu)
 
     def line(self) -> str:
@@ -67,13 +68,13 @@ class Soak:
             "throughput_req_s": self.throughput_req_s,
             "slo_values": dict(self.slo_values),
             "intervals": {k: iv.to_dict() for k, iv in self.intervals.items()},
-            "metrics": self.report,
+            "metrics": self.report.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Soak:
         intervals = {k: Interval(**iv) for k, iv in (d.get("intervals") or {}).items()}
-        metrics = d.get("metrics") or {}
+        report = ReportSummary.from_dict(d.get("metrics") or {})
         return cls(
             d["rate_req_s"],
             d["seconds"],
@@ -84,8 +85,8 @@ class Soak:
             d.get("throughput_req_s", 0.0),
             dict(d["slo_values"]),
             intervals,
-            metrics,
-            HostCpu.from_dict(host) if (host := metrics.get("host_cpu")) else None,
+            report,
+            report.host_cpu,
         )
 
 
@@ -156,7 +157,7 @@ def soak_of(rate: float, rep: LoadReport, slos: tuple[SLO, ...]) -> Soak:
         rep.throughput_req_s,
         dict(rep.slo_values),
         intervals,
-        rep.to_dict(),
+        rep.summary(),
         rep.host,
     )
 

@@ -50,11 +50,7 @@ def to_certify(summary: Summary, whom: str = "all") -> list[TrialResult]:
 
 def floor_rate(trial: TrialResult) -> float:
     """The lowest rate the search saw hold for this trial: soaks step down no further."""
-    held = [
-        lv["rate"]
-        for lv in trial.levels
-        if lv.get("kind") == "rate" and lv.get("slo_met") and lv.get("steady_holds", True) and lv.get("rate")
-    ]
+    held = [lv.rate for lv in trial.levels if lv.kind == "rate" and lv.passed and lv.rate]
     return min(held) if held else (trial.best_rate or 0.0) / 2
 
 

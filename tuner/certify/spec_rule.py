@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from launch.config import ServeConfig, speculation_on
+from loadtest.server_metrics import ServerSummary
 from tuner.certify.certification import Certification
 from tuner.certify.summary import Summary
 from tuner.trial.result import TrialResult, TrialState
@@ -48,11 +49,10 @@ class SpecVerdict:
 
 def _acceptance(trial: TrialResult, cert: Certification | None) -> float | None:
     soak = cert.certified_soak if cert is not None else None
-    server = (soak.report.get("server") or {}) if soak is not None else {}
-    if "spec_decode_acceptance_rate" in server or "spec_decode_drafts" in server:
-        return float(server.get("spec_decode_acceptance_rate") or 0.0)
-    value = trial.metric("server.spec_decode_acceptance_rate")
-    drafts = trial.metric("server.spec_decode_drafts")
+    soaked = soak.report.server if soak is not None else ServerSummary()
+    if soaked.spec_decode_acceptance_rate is not None or soaked.spec_decode_drafts is not None:
+        return float(soaked.spec_decode_acceptance_rate or 0.0)
+    value, drafts = trial.server.spec_decode_acceptance_rate, trial.server.spec_decode_drafts
     return float(value) if value is not None else (0.0 if drafts is not None else None)
 
 

@@ -75,7 +75,7 @@ def summarize(results: list[TrialResult]) -> Summary:
             mean = _mean(goodputs)
             nearest = min(met, key=lambda r: (abs(r.goodput_req_s - mean), -r.number))
             ranked.append((mean, nearest, goodputs))
-    ranked.sort(key=lambda x: (-x[0], x[1].metric("ttft_ms.p95") or 0.0))
+    ranked.sort(key=lambda x: (-x[0], x[1].ttft_p95_ms or 0.0))
     best_mean, best, best_goodputs = ranked[0] if ranked else (0.0, None, ())
     baseline = next((r for r in results if r.is_baseline), None)
     baseline_goodputs = tuple(_goodput(r) for r in groups.get(baseline.config, [])) if baseline else ()

@@ -10,6 +10,7 @@ from typing import Any
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
+from loadtest.summary import ReportSummary
 from tuner.certify.soak import fresh_server, run_soak
 from tuner.trial.context import TrialContext
 
@@ -19,7 +20,7 @@ class Verification:
     rate: float
     slo_met: bool  # the soak held: every SLO over the whole soak and its last half, no growing queue
     goodput_req_s: float
-    report: dict[str, Any] | None
+    report: ReportSummary | None
     fail_reason: str | None = None
     seconds: float | None = None
 
@@ -30,7 +31,7 @@ class Verification:
             "goodput_req_s": self.goodput_req_s,
             "fail_reason": self.fail_reason,
             "seconds": self.seconds,
-            "metrics": self.report,
+            "metrics": self.report.to_dict() if self.report else None,
         }
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from launch.config import ServeConfig
+from loadtest.summary import ReportSummary
 from tuner.budget.gpu import GPUProfile
 from tuner.errors import UsageError
 from tuner.export.layout import gpu_count
@@ -75,7 +76,7 @@ def _basis(doc: Mapping[str, Any], trial: Mapping[str, Any] | None, where: str) 
         return RateBasis(float(rate), _certified_tok_s(doc, trial, float(rate), where), certified=True)
     if not trial.get("slo_met") or trial.get("best_rate_req_s") is None:
         return None
-    tok_s = (trial.get("metrics") or {}).get("throughput_tok_s")
+    tok_s = ReportSummary.from_dict(trial.get("metrics") or {}).throughput_tok_s  # 0 where not measured
     return RateBasis(float(trial["best_rate_req_s"]), float(tok_s), certified=False) if tok_s else None
 
 

@@ -88,9 +88,9 @@ def best_document(
             "best_rate_req_s": r.best_rate,
             "config": r.config.to_dict(),
             "launched": r.launched.to_dict() if r.launched else None,
-            "metrics": r.report,
-            "kv_tokens_predicted": (r.budget or {}).get("kv_tokens"),
-            "kv_tokens_reported": (r.readback or {}).get("kv_cache_size_tokens"),
+            "metrics": r.report.to_dict() if r.report else None,
+            "kv_tokens_predicted": r.budget.kv_tokens if r.budget else None,
+            "kv_tokens_reported": r.readback.kv_cache_size_tokens if r.readback else None,
             "fail_reason": r.fail_reason,
             "certified_rate_req_s": certs[r.number].certified_rate if r.number in certs else None,
         }

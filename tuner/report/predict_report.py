@@ -11,19 +11,15 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from tuner.report.svg import xy_chart
-from tuner.trial.result import PREDICTED, TrialResult, TrialState
+from tuner.trial.result import PREDICTED, Predicted, TrialResult, TrialState
 
 if TYPE_CHECKING:
     from perfmodel.rank import Prediction
 
 
-def prediction_attr(p: Prediction) -> dict[str, Any]:
-    return {
-        "predicted_capacity_req_s": p.capacity_req_s,
-        "demonstrated_error": p.demonstrated_error,
-        "extrapolated": p.extrapolated,
-        "unseen": p.unseen,
-    }
+def prediction_attr(p: Prediction) -> dict[str, float | str | None]:
+    """What a trial enqueued by the model stores of its prediction (TrialResult.predicted reads it back)."""
+    return Predicted(p.capacity_req_s, p.demonstrated_error, p.extrapolated, p.unseen).to_dict()
 
 
 def with_prediction(result: TrialResult, attrs: Mapping[str, Any]) -> TrialResult:
@@ -42,10 +38,10 @@ def predictions(results: Sequence[TrialResult]) -> list[dict[str, Any]]:
     (its best passing rate; None when none passed) and the relative error; [] when no trial was."""
     rows = []
     for r in sorted(results, key=lambda r: r.number):
-        pred = r.extra.get(PREDICTED)
-        if not pred:
+        pred = r.predicted
+        if pred is None:
             continue
-        predicted = pred.get("predicted_capacity_req_s")
+        predicted = pred.capacity_req_s
         measured = r.best_rate if r.state == TrialState.COMPLETE and r.slo_met else None
         error = (predicted - measured) / measured if predicted is not None and measured else None
         rows.append(
@@ -55,9 +51,9 @@ def predictions(results: Sequence[TrialResult]) -> list[dict[str, Any]]:
                 "predicted_capacity_req_s": predicted,
                 "measured_capacity_req_s": measured,
                 "error": error,
-                "demonstrated_error_before": pred.get("demonstrated_error"),
-                "extrapolated": pred.get("extrapolated"),
-                "unseen": pred.get("unseen"),
+                "demonstrated_error_before": pred.demonstrated_error,
+                "extrapolated": pred.extrapolated,
+                "unseen": pred.unseen,
             }
         )
     return rows

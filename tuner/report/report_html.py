@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from tuner.certify.headline import Headline
 from tuner.report.outputs import Summary, atomic_write
 from tuner.report.predict_report import section as predicted_section
 from tuner.report.svg import bar_chart, pareto_front, xy_chart
+from tuner.trial.level import Level
 from tuner.trial.result import TrialResult, TrialState
 
 CSS = (
@@ -91,7 +92,7 @@ def _trials_table(results: list[TrialResult]) -> str:
 
 
 def _charts(results: list[TrialResult], summary: Summary, importances: dict[str, float]) -> str:
-    done = [r for r in results if r.state == TrialState.COMPLETE and r.metric("ttft_ms.p95") is not None]
+    done = [r for r in results if r.state == TrialState.COMPLETE and r.ttft_p95_ms is not None]
     charts = [_pareto_chart(done), *_level_charts(done), _importance_chart(importances)]
     b, base = summary.best, summary.baseline
     if b is not None and base is not None:
@@ -100,7 +101,7 @@ def _charts(results: list[TrialResult], summary: Summary, importances: dict[str,
 
 
 def _pareto_chart(done: list[TrialResult]) -> str:
-    pts = [(r.metric("ttft_ms.p95") or 0.0, r.goodput_req_s) for r in done]
+    pts = [(r.ttft_p95_ms or 0.0, r.goodput_req_s) for r in done]
     front = pareto_front([p for p, r in zip(pts, done, strict=True) if r.slo_met])
     return xy_chart(
         [("trials", pts, "dot"), ("Pareto front (SLO met)", front, "line")],
@@ -115,15 +116,15 @@ def _level_charts(done: list[TrialResult]) -> list[str]:
     """p95 TTFT and TPOT against the request rate of each load level, for the three best configurations."""
     top = sorted((r for r in done if r.slo_met), key=lambda r: -r.goodput_req_s)[:3]
     charts = []
-    for metric, name in (("ttft_p95_ms", "p95 TTFT (ms)"), ("tpot_p95_ms", "p95 TPOT (ms)")):
+    p95s: tuple[tuple[Callable[[Level], float | None], str], ...] = (
+        (lambda lv: lv.ttft_p95_ms, "p95 TTFT (ms)"),
+        (lambda lv: lv.tpot_p95_ms, "p95 TPOT (ms)"),
+    )
+    for p95, name in p95s:
         series = [
             (
                 f"trial {r.number}",
-                [
-                    (lv["rate"], lv[metric])
-                    for lv in r.levels
-                    if lv.get("rate") is not None and lv.get(metric) is not None
-                ],
+                [(lv.rate, v) for lv in r.levels if lv.rate is not None and (v := p95(lv)) is not None],
                 "line",
             )
             for r in top
@@ -152,8 +153,8 @@ def _defaults_vs_best(base: TrialResult, b: TrialResult) -> str:
     return bar_chart(
         ["goodput (req/s)", "p95 TTFT (ms)", "p95 TPOT (ms)"],
         [
-            (f"baseline #{base.number}", [base.goodput_req_s, base.metric("ttft_ms.p95"), base.metric("tpot_ms.p95")]),
-            (f"best #{b.number}", [b.goodput_req_s, b.metric("ttft_ms.p95"), b.metric("tpot_ms.p95")]),
+            (f"baseline #{base.number}", [base.goodput_req_s, base.ttft_p95_ms, base.tpot_p95_ms]),
+            (f"best #{b.number}", [b.goodput_req_s, b.ttft_p95_ms, b.tpot_p95_ms]),
         ],
         title="vLLM defaults vs best",
     )

@@ -21,6 +21,7 @@ from tuner.budget.kv_budget import estimate_budget
 from tuner.search.space import suggest_config
 from tuner.trial.capacity import MIN_LEVEL_FLOOR, MeasurePlan
 from tuner.trial.context import spec_of
+from tuner.trial.level import Level
 from tuner.trial.measuring import level_seed
 from tuner.trial.result import TrialResult
 
@@ -59,10 +60,10 @@ def short_levels(plan: MeasurePlan) -> ShortLevelSearch:
     )
 
 
-def _sent(raw: dict[str, Any], planned: int, plan: MeasurePlan) -> int:
+def _sent(level: Level, planned: int, plan: MeasurePlan) -> int:
     """About how many requests a rate level sent: its rate over its length, less the last request's lifetime
     (the level lasts at least ``level_e2e_multiple`` of them); the plan's count when the length is unknown."""
-    duration, rate = raw.get("duration_s"), raw.get("rate")
+    duration, rate = level.duration_s, level.rate
     if not duration or not rate:
         return planned
     tail = 1.0 / plan.level_e2e_multiple if plan.level_e2e_multiple else 0.0
@@ -76,7 +77,7 @@ def observed_levels(result: TrialResult, demand: Demand, plan: MeasurePlan) -> l
     out = []
     for k, (lv, raw) in enumerate(zip(whole.levels, result.levels, strict=True)):
         n = lv.requests if lv.kind == "probe" else _sent(raw, lv.requests, plan)
-        passed = lv.slo_met and bool(raw.get("steady_holds", True))
+        passed = lv.slo_met and raw.steady_holds
         best = lv.kind == "rate" and lv.rate == result.best_rate
         out.append(
             replace(

@@ -119,7 +119,7 @@ def _first_ranking(
 
 def _refit(model: Model, cal: Calibration, measured: list[TrialResult], new: TrialResult) -> tuple[Calibration, str]:
     """After a launch of the calibrated family: its check (predicted before, measured after) and the refit."""
-    pred = (new.extra.get(PREDICTED_ATTR) or {}).get("predicted_capacity_req_s")
+    pred = new.predicted.capacity_req_s if new.predicted else None
     rate = measured_rate(new)
     if family_of(new.launched or new.config) != cal.family or new.state != TrialState.COMPLETE:
         return cal, f"trial {new.number}: {new.state}, {rate or 0:.3f} req/s measured (not refitted on)"
@@ -160,9 +160,7 @@ def guided_search(
     study.set_user_attr(CALIBRATION_ATTR, cal.to_dict())
     launched = {r.config for r in results_of(study)}
     queue = Queue.of(_first_ranking(model, cal, list(configs), say), launched)
-    done_predicted = sum(
-        1 for r in results_of(study) if (r.extra.get(PREDICTED_ATTR) or {}).get("predicted_capacity_req_s") is not None
-    )
+    done_predicted = sum(1 for r in results_of(study) if r.predicted and r.predicted.capacity_req_s is not None)
     durations: list[float] = []
     while len(finished(study)) < total:
         best = max((x for r in results_of(study) if (x := measured_rate(r)) is not None), default=None)

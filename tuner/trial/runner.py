@@ -13,11 +13,12 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
+from launch.readback import ReadBack
 from tuner.budget.kv_budget import estimate_budget
 from tuner.trial.capacity import CapacityResult, slo_excess
 from tuner.trial.context import TrialContext, launched_config, launcher_of, spec_of
@@ -41,7 +42,7 @@ def run_trial(
     t0 = time.monotonic()
     say = ctx.rules.cancel.checked(progress)
     budget = estimate_budget(spec_of(config, ctx), ctx.gpu, config, vllm_version=ctx.vllm_version, env=ctx.env)
-    base = TrialResult(number, TrialState.PRUNED, is_baseline, config, budget=budget.to_dict())
+    base = TrialResult(number, TrialState.PRUNED, is_baseline, config, budget=budget)
     if not budget.feasible:
         reason = "budget: " + "; ".join(budget.reasons)
         say(f"pruned before launch: {reason}")
@@ -70,7 +71,7 @@ def run_trial(
 class _Served:
     """What a measured server left behind: its read-back, startup time, the search and whether it lived."""
 
-    readback: dict[str, Any]
+    readback: ReadBack
     startup_s: float
     cap: CapacityResult
     alive: bool
@@ -89,7 +90,7 @@ class _Run:
     ctx: TrialContext
     say: Callable[[str], None]
     device: str | None
-    levels: list[dict[str, Any]] = field(default_factory=list)
+    levels: list[Level] = field(default_factory=list)
     timeline: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -128,10 +129,10 @@ class _Run:
             cap = measure(server.url, self.config, ctx, self.number, self._on_level, hopeless, plan)
             self.timeline["measured"] = [began, ctx.wall_clock()]
         alive = server.alive()
-        return _Served(asdict(server.readback), server.startup_s, cap, alive, "" if alive else server.log_tail())
+        return _Served(server.readback, server.startup_s, cap, alive, "" if alive else server.log_tail())
 
     def _on_level(self, level: Level) -> None:
-        self.levels.append(level.to_dict())
+        self.levels.append(level)
         self.say(level_line(level))
 
 
@@ -168,14 +169,14 @@ def _verdict(measured: TrialResult, served: _Served, ctx: TrialContext, say: Cal
             slo_met=True,
             goodput_req_s=cap.goodput_req_s,
             best_rate=cap.best_rate,
-            report=cap.best.to_dict(),
+            report=cap.best.summary(),
             constraint=min(0.0, slo_excess(cap.best, ctx.slos)),
         )
     closest = cap.closest
     excess = slo_excess(closest, ctx.slos) if closest is not None else math.inf
     return replace(
         measured,
-        report=closest.to_dict() if closest is not None else None,
+        report=closest.summary() if closest is not None else None,
         fail_reason="slo_not_met: no tested load kept every SLO",
         constraint=excess if math.isfinite(excess) else 1e6,
     )
