@@ -235,3 +235,23 @@ def test_a_soak_on_a_shared_host_says_so_in_its_line_its_record_and_the_headline
     calm = headline(summarize([base, best]), {1: Certification(1, 10.0, 30.0, (quiet,))}, None)
     assert "quiet host" not in calm.line() and calm.to_dict()["certified_on_shared_host"] is None
     assert "other processes" not in quiet.line()
+
+
+def test_a_soak_missed_on_a_shared_host_is_held_once_more_at_its_rate():
+    from loadtest.host_cpu import HostCpu
+
+    busy, quiet = HostCpu(2, 120.0, 2.0, 1.0), HostCpu(2, 120.0, 1.05, 1.0)
+    hosts = iter([busy, quiet, busy, busy])  # shared, then quiet; later shared twice running
+    tried, lines = [], []
+
+    def run_soak(url, rate):
+        tried.append(rate)
+        host = next(hosts, quiet)
+        return replace(soak(rate, holds=host is quiet), host=host)
+
+    cert = certify(2, 10.0, 1.0, 30.0, serving(FakeServer()), run_soak, lines.append)
+    assert tried == [10.0, 10.0] and cert.certified_rate == 10.0  # the miss was someone else's
+    assert any("other processes shared the host; the same rate again" in line for line in lines)
+    tried.clear()
+    cert = certify(2, 10.0, 1.0, 30.0, serving(FakeServer()), run_soak)
+    assert tried == pytest.approx([10.0, 10.0, 9.0])  # shared twice at one rate: stepped down after one repeat

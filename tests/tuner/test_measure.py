@@ -171,3 +171,20 @@ def test_a_level_on_a_shared_host_says_how_much_other_work_ran():
     assert "other processes used 0.70 of the host's 2 cores" in level_line(level)
     assert level.to_dict()["host_cpu"]["others"] == pytest.approx(0.7)
     assert "other processes" not in level_line(level_of("rate", 5.0, None, FakeReport(900.0, 5.0, 5.0)))
+
+
+def test_a_level_missed_on_a_shared_host_is_measured_once_more_and_only_once():
+    shared = HostCpu(cores=2, seconds=10.0, busy=2.0, tree=1.0)
+    calls, hosts = [], iter([None, shared, None, shared, shared, None])
+
+    def run_rate(rate, n, may_abandon=True):  # a level misses when the host is shared, holds otherwise
+        calls.append(rate)
+        host = next(hosts, None)
+        ttft = 5000.0 if host is not None else 300.0
+        return swap(FakeReport(ttft, rate, rate if ttft <= 1000 else 0.0), host=host)
+
+    plan = MeasurePlan(bisection_steps=1, max_expansions=1)
+    res = capacity_search(run_rate, lambda c, n: FakeReport(5000.0, 10.0, 0.0), plan, SLOS)
+    low, high, again, wider, wider_again, mid = calls
+    assert high == again and wider == wider_again and mid < wider  # each shared miss once more, not twice
+    assert res.levels[2].host is shared and res.levels[3].host is None and res.best_rate == mid

@@ -103,6 +103,7 @@ def load_spec(ctx: TrialContext, url: str, config: ServeConfig, seed: int, **kw:
         tokenizer=ctx.tokenizer,
         output_tokens=ctx.output_tokens,
         seed=seed,
+        measure_host_cpu=launcher_of(ctx).server_in_tree,
         **kw,
     )
 

@@ -38,7 +38,12 @@ class Server(Protocol):
 
 class Launcher(Protocol):
     """Starts one server of ``config`` (already pinned to its device: CUDA_VISIBLE_DEVICES in its env),
-    logging to ``log_dir`` and telling ``progress`` how the start goes; stops it when the block ends."""
+    logging to ``log_dir`` and telling ``progress`` how the start goes; stops it when the block ends.
+    ``server_in_tree``: the server runs as a descendant of this process, so the host's CPU time splits into
+    the server's and other processes' (loadtest.host_cpu)."""
+
+    @property
+    def server_in_tree(self) -> bool: ...
 
     def start(
         self, config: ServeConfig, log_dir: Path, progress: Progress
@@ -53,6 +58,7 @@ class VllmLauncher:
     startup_timeout_s: float = 900.0
     warmup_requests: int = 2
     nice: int = 0  # > 0: the server runs below the load generator's priority (the cpu profile)
+    server_in_tree: bool = True  # a child process of the tuner
 
     @contextlib.contextmanager
     def start(self, config: ServeConfig, log_dir: Path, progress: Progress) -> Iterator[Server]:
@@ -80,6 +86,7 @@ class DockerLauncher:
     warmup_requests: int = 2
     client: Any = None  # the Docker SDK's client (None: docker.from_env()); tests pass a fake
     watchdog: bool = True  # a process that removes the container if the tuner dies
+    server_in_tree: bool = False  # the Docker daemon's child, not the tuner's: host CPU is not split
 
     @contextlib.contextmanager
     def start(self, config: ServeConfig, log_dir: Path, progress: Progress) -> Iterator[Server]:

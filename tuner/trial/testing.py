@@ -56,6 +56,8 @@ class FakeServer:
 class FakeLauncher:
     """Starts a FakeServer named after its log directory (``trial-003``); keeps what it started."""
 
+    server_in_tree = False  # no server process: nothing of the host to measure
+
     def __init__(
         self,
         *,
