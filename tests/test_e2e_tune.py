@@ -36,7 +36,7 @@ WORKLOAD = "chat"
 OUTPUT_TOKENS = "64"
 SOAK_S = "120"  # the CPU default: a 30-s soak certified 31.5 req/s that vLLM's benchmark did not hold for 2 min
 CROSS_CHECK_S = 120  # vLLM's benchmark at 95 % of the certified rate, as the issue asks
-OVER_S = 60  # and at 130 %: a queue growing by 30 % of the rate (30 s held once at 1.3x, p95 TTFT 1.79 s)
+OVER_S = 120  # and at 130 %, as long as a soak: 60 s held 1.3x while the last half's p95 doubled (results/)
 
 
 def vllm_processes(model):
@@ -156,8 +156,8 @@ def _bench(port, model_name, model_dir, rate, seconds, tmp_path, env):
 
 def test_launch_sh_holds_the_certified_rate_under_vllms_own_benchmark(study, tmp_path):
     """The promise, checked by another tool for longer: vLLM's `bench serve` client at 95 % of the certified
-    rate for 2 minutes keeps the SLO over the run and its last half; at 130 % it does not (the certified rate
-    is not far too low either)."""
+    rate for 2 minutes keeps the SLO over the run and its last half; at 130 % for as long it does not (the
+    certified rate is not far too low either)."""
     model, out, proc, env = study
     best = json.loads((out / "best.json").read_text())
     rate, name = best["certified_rate_req_s"], best["best"]["config"]["served_model_name"]
