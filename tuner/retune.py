@@ -151,19 +151,11 @@ def _retune_changed(
         ctx = trial_context(inputs, new_dir / "logs")
         v = verify_at_rate(best.config, ctx, verification_rate(best.best_rate, tolerance), progress)
         verified, rate, check = v.slo_met, best.best_rate, v.to_dict()
-    updated = False
     if verified:  # only a verified winner replaces the frozen files
-        archive = study / "history" / _stamp()
-        archive.mkdir(parents=True, exist_ok=True)
-        for name in OUTPUT_FILES:
-            if (study / name).exists():
-                shutil.copy2(study / name, archive / name)
-            if (new_dir / name).exists():
-                shutil.copy2(new_dir / name, study / name)
-        updated = True
+        _replace_frozen_files(study, new_dir)
     return {
         "action": "retuned",
-        "launch_sh_updated": updated,
+        "launch_sh_updated": verified,
         "new": {
             "study": str(new_dir),
             "trial": best.number,
@@ -175,6 +167,17 @@ def _retune_changed(
         },
         "regression": not verified or rate < floor,
     }
+
+
+def _replace_frozen_files(study: Path, new_dir: Path) -> None:
+    """Archive the study's output files under history/ and put the re-tune's in their place."""
+    archive = study / "history" / _stamp()
+    archive.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUT_FILES:
+        if (study / name).exists():
+            shutil.copy2(study / name, archive / name)
+        if (new_dir / name).exists():
+            shutil.copy2(new_dir / name, study / name)
 
 
 def check_tolerance(tolerance: float) -> None:
