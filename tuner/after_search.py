@@ -12,7 +12,8 @@ import functools
 from launch.config import ServeConfig
 from tuner.certify.certification import Certification
 from tuner.certify.certified import certify_study, floor_rate
-from tuner.certify.confirm import STUDY_ATTR, confirm, confirm_trial_number, current_confirmation, rival_of, stored_run
+from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
+from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
 from tuner.certify.soak import certify_config
 from tuner.certify.spec_rule import find_twin, speculates, twin_of
 from tuner.certify.summary import Summary
@@ -44,7 +45,7 @@ def confirm_best(r: TuneRun, summary: Summary) -> Summary:
             return run_trial(confirm_trial_number(k), config, False, full, say, device=where)
 
     devices = r.inp.settings.device_list()
-    done = len(earlier.best_goodput) if earlier else 0
+    done = len(earlier.best_req_s) if earlier else 0
     fresh = confirm(summary.best, rival, rounds, measure, r.progress.say, devices, done, r.scheduler)
     r.progress.say(fresh.line())
     # kept in the study, so that a resumed study adds to it instead of losing it

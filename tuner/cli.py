@@ -48,7 +48,7 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     if command is None:
         parser = OneLineParser(
             prog="tune",
-            description="Find the vLLM configuration with the most goodput that keeps every SLO. "
+            description="Find the vLLM configuration that keeps every SLO at the highest request rate. "
             "Subcommands: "
             + "; ".join(f"'{k}': {v}" for k, v in SUBCOMMANDS.items())
             + ". Run 'tune SUBCOMMAND --help' for each.",

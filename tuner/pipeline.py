@@ -15,7 +15,8 @@ from typing import Any
 from launch.fingerprint import model_fingerprint
 from tuner.after_search import certify_best, confirm_best, sample_best
 from tuner.certify.certified import stored as stored_certifications
-from tuner.certify.confirm import Confirmation, current_confirmation
+from tuner.certify.confirm import Confirmation
+from tuner.certify.confirm_store import current_confirmation
 from tuner.certify.headline import Headline, headline
 from tuner.certify.spec_rule import apply_rule
 from tuner.certify.summary import Summary, certified_summary
@@ -107,7 +108,7 @@ def open_run(
     tctx = replace(trial_context(inp, inp.out / "logs"), rules=scheduler.rules)
     outputs = StudyOutputs(inp, metadata(inp, versions, fingerprint), fingerprint, tctx.server_nice, progress, study)
     # the best goodput so far, for cutting a hopeless trial short after its probe (tuner.trial.measuring)
-    tctx = replace(tctx, best_goodput=lambda: outputs.best_goodput)
+    tctx = replace(tctx, best_capacity=lambda: outputs.best_capacity)
     run_one = trial_job(base, sctx, tctx, progress, run)
     return TuneRun(inp, study, sctx, tctx, scheduler, progress, outputs, run_one)
 

@@ -12,7 +12,7 @@ import optuna
 
 from launch import script as launch_script
 from tuner.certify.certified import stored as stored_certifications
-from tuner.certify.confirm import STUDY_ATTR, current_confirmation, with_confirmations
+from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, with_confirmations
 from tuner.certify.headline import CONFIRMED, Headline, headline
 from tuner.certify.summary import Summary, certified_summary, summarize
 from tuner.inputs import Inputs
@@ -25,18 +25,18 @@ from tuner.trial.result import TrialResult
 
 
 class StudyOutputs:
-    """Writes launch.sh, best.json, trials.csv and report.html of ``inp``'s study; keeps the best goodput
+    """Writes launch.sh, best.json, trials.csv and report.html of ``inp``'s study; keeps the best capacity
     as of the last trial (a trial's probe is judged hopeless against it: tuner.trial.measuring)."""
 
     def __init__(
         self, inp: Inputs, meta: dict[str, Any], fingerprint: str, nice: int, progress: Progress, study: optuna.Study
     ) -> None:
         self.inp, self.meta, self.fingerprint, self.nice, self.progress = inp, meta, fingerprint, nice, progress
-        self.best_goodput: float | None = summarize(results_of(study)).best_goodput
+        self.best_capacity: float | None = summarize(results_of(study)).best_capacity
 
     def after_trial(self, study: optuna.Study) -> None:
         summary = self.write(study)
-        self.best_goodput = summary.best_goodput
+        self.best_capacity = summary.best_capacity
         self.progress.trial_done(study, summary)
 
     def write(self, study: optuna.Study) -> Summary:
@@ -74,7 +74,7 @@ def launch_note(best: TrialResult, head: Headline, slo: str, workload: str) -> s
 
 
 def stored_runs(study: optuna.Study) -> list[dict[str, Any]]:
-    """The study's --confirm runs (tuner.certify.confirm.stored_run), oldest first."""
+    """The study's --confirm runs (tuner.certify.confirm_store.stored_run), oldest first."""
     return list(study.user_attrs.get(STUDY_ATTR, []))
 
 

@@ -23,7 +23,7 @@ def _ctx(best, gpu="h200", **kw) -> TrialContext:
         python="py",
         log_dir=None,
         vllm_version="0.26.0",
-        best_goodput=lambda: best,
+        best_capacity=lambda: best,
         **kw,
     )
 
@@ -84,7 +84,7 @@ def test_run_trial_stores_it_as_pruned_with_the_reason(tmp_path) -> None:
     assert got["hopeless"] is None and r.state == "COMPLETE"
 
 
-def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_path) -> None:
+def test_the_study_hands_each_trial_the_best_capacity_so_far(monkeypatch, tmp_path) -> None:
     from launch.vllm_info import VllmInfo
     from tuner import inputs as inputs_mod
     from tuner import pipeline
@@ -115,7 +115,7 @@ def test_the_study_hands_each_trial_the_best_goodput_so_far(monkeypatch, tmp_pat
     seen, goodputs = [], {0: 10.0, 1: 14.0, 2: 3.0}
 
     def fake_run_trial(n, config, baseline, ctx, say, device=None):
-        seen.append(ctx.best_goodput())
+        seen.append(ctx.best_capacity())
         return TrialResult(
             number=n,
             state="COMPLETE",

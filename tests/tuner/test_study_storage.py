@@ -273,3 +273,22 @@ def test_a_baseline_waiting_for_its_turn_is_stored_as_interrupted_when_the_run_s
     enqueue_first(study, [], baseline=True)
     assert run_study(study, 1, fake_run_one, lambda st: None) == 1
     assert [r.is_baseline for r in results_of(study)] == [True]
+
+
+def test_the_sampler_is_told_each_trials_capacity_not_its_goodput(tmp_path):
+    from launch.config import ServeConfig
+    from tuner.trial.result import COMPLETE, TrialResult
+
+    def run_one(trial, device):  # goodput falls as the capacity rises: a sampler told goodput learns backwards
+        x = trial.suggest_int("max_num_seqs", 1, 64)
+        met = x % 3 != 0
+        return TrialResult(
+            trial.number, COMPLETE, False, ServeConfig(model="/m", max_num_seqs=x), slo_met=met,
+            best_rate=float(x) if met else None, goodput_req_s=100.0 - x,
+        )  # fmt: skip
+
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    assert run_study(study, 6, run_one, lambda st: None) == 6
+    told = {t.number: t.value for t in study.trials}
+    assert told == {r.number: r.capacity_req_s for r in results_of(study)}
+    assert {r.capacity_req_s for r in results_of(study)} != {r.goodput_req_s for r in results_of(study)}

@@ -3,7 +3,8 @@
 One capacity search per configuration is one noisy sample, and the best of many noisy samples is biased
 upwards (the winner's curse). After the search, the best configuration and its rival — vLLM's defaults,
 or the runner-up when the defaults won — are each measured N more times, alternating which goes first so
-that drift hits both alike. On a host with several GPUs (``--devices``) the two are measured at once, on
+that drift hits both alike. Each measurement is a capacity (the highest rate that kept every SLO), the figure
+the study ranks and states. On a host with several GPUs (``--devices``) the two are measured at once, on
 different GPUs, swapping GPUs each round (the run's scheduler, tuner.trial.scheduler). Only these fresh
 measurements enter the means; the gain on the means is what the report states beside the search's own.
 """
@@ -11,7 +12,7 @@ measurements enter the means; the gain on the means is what the report states be
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from tuner.certify.summary import Summary
 from tuner.trial.result import TrialResult, TrialState
 from tuner.trial.scheduler import Scheduler
 
+CAPACITY, GOODPUT = "capacity", "goodput"  # what a stored run measured: goodput in runs before capacity ranked
 CONFIRM_TRIAL_BASE = 9000  # above any search trial's number (a study runs tens of trials)
 
 
@@ -34,8 +36,9 @@ class Confirmation:
     best_trial: int
     rival_trial: int
     rival_is_baseline: bool
-    best_goodput: tuple[float, ...]  # req/s per fresh measurement; 0 where the SLO held at no load
-    rival_goodput: tuple[float, ...]
+    best_req_s: tuple[float, ...]  # the measure per fresh measurement (req/s); 0 where no rate held
+    rival_req_s: tuple[float, ...]
+    measure: str = CAPACITY  # CAPACITY, or GOODPUT in studies confirmed before capacity ranked
     calls: int = 1  # how many --confirm calls (tune runs of a resumed study) measured these
     # the GPU of each measurement (None: the default device; empty: not recorded, runs before 2026-11-30)
     best_devices: tuple[str | None, ...] = ()
@@ -47,11 +50,11 @@ class Confirmation:
 
     @property
     def best_mean(self) -> float:
-        return self._mean(self.best_goodput)
+        return self._mean(self.best_req_s)
 
     @property
     def rival_mean(self) -> float:
-        return self._mean(self.rival_goodput)
+        return self._mean(self.rival_req_s)
 
     @property
     def gain_on_means(self) -> float | None:
@@ -71,8 +74,8 @@ class Confirmation:
         on_means = "n/a" if self.gain_on_means is None else f"{self.gain_on_means * 100:+.0f}%"
         calls = f" ({self.calls} --confirm runs)" if self.calls > 1 else ""
         return (
-            f"Confirmed with fresh servers{calls}: best (trial {self.best_trial}) {spread(self.best_goodput)}; "
-            f"{self.rival_name} (trial {self.rival_trial}) {spread(self.rival_goodput)}"
+            f"Confirmed with fresh servers{calls}, {self.measure}: best (trial {self.best_trial}) "
+            f"{spread(self.best_req_s)}; {self.rival_name} (trial {self.rival_trial}) {spread(self.rival_req_s)}"
             + (f"; gain on the means {on_means}" if gain else "")
         )
 
@@ -81,8 +84,9 @@ class Confirmation:
             "best_trial": self.best_trial,
             "rival_trial": self.rival_trial,
             "rival_is_baseline": self.rival_is_baseline,
-            "best_goodput_req_s": list(self.best_goodput),
-            "rival_goodput_req_s": list(self.rival_goodput),
+            "measure": self.measure,
+            f"best_{self.measure}_req_s": list(self.best_req_s),
+            f"rival_{self.measure}_req_s": list(self.rival_req_s),
             "best_mean_req_s": self.best_mean,
             "rival_mean_req_s": self.rival_mean,
             "gain_on_means": self.gain_on_means,
@@ -90,78 +94,6 @@ class Confirmation:
             "best_devices": list(self.best_devices),
             "rival_devices": list(self.rival_devices),
         }
-
-
-STUDY_ATTR = "confirmations"  # the study's user attribute: every --confirm run's fresh measurements, kept
-
-
-def stored_run(c: Confirmation, devices: str | None, finished: str) -> dict[str, Any]:
-    """What the study keeps of one --confirm run: the measurements and the GPU each ran on, not what follows
-    from them (means and gains are computed from all runs of a pair when they are read). ``devices`` is the
-    option as given: which GPU measured what is ``best_devices`` / ``rival_devices``, since the rounds swap
-    GPUs and a resumed run goes on with the round order."""
-    return {
-        "best_trial": c.best_trial,
-        "rival_trial": c.rival_trial,
-        "rival_is_baseline": c.rival_is_baseline,
-        "best_goodput_req_s": list(c.best_goodput),
-        "rival_goodput_req_s": list(c.rival_goodput),
-        "best_devices": list(c.best_devices),
-        "rival_devices": list(c.rival_devices),
-        "devices": devices,
-        "finished": finished,
-    }
-
-
-def current_confirmation(entries: Sequence[Mapping[str, Any]], summary: Summary) -> Confirmation | None:
-    """The stored runs (``stored_run``s) of the current best against its current rival, merged: a resume adds rounds."""
-    rival = rival_of(summary)
-    if summary.best is None or rival is None:
-        return None
-    mine = [e for e in entries if e["best_trial"] == summary.best.number and e["rival_trial"] == rival.number]
-    if not mine:
-        return None
-
-    def where(e: Mapping[str, Any], who: str) -> list[str | None]:  # runs stored before it was recorded: None
-        return list(e.get(f"{who}_devices") or [None] * len(e[f"{who}_goodput_req_s"]))
-
-    return Confirmation(
-        summary.best.number,
-        rival.number,
-        rival.is_baseline,
-        tuple(g for e in mine for g in e["best_goodput_req_s"]),
-        tuple(g for e in mine for g in e["rival_goodput_req_s"]),
-        calls=len(mine),
-        best_devices=tuple(d for e in mine for d in where(e, "best")),
-        rival_devices=tuple(d for e in mine for d in where(e, "rival")),
-    )
-
-
-def with_confirmations(
-    meta: dict[str, Any], entries: Sequence[Mapping[str, Any]], summary: Summary, state_gain: bool = True
-) -> tuple[dict[str, Any], Confirmation | None]:
-    """best.json's metadata with the study's confirmations: all runs (``confirmations``), and those of the
-    current best and rival merged (``confirmation`` and a note); when the best has changed since, a note says
-    it is not confirmed. Unchanged without stored runs."""
-    if not entries:
-        return meta, None
-    current = current_confirmation(entries, summary)
-    out = {**meta, "confirmations": [dict(e) for e in entries]}
-    if current is not None:
-        out["confirmation"] = current.to_dict()
-        out["notes"] = [*meta["notes"], current.line(gain=state_gain)]
-    else:
-        note = (
-            "--confirm re-measured other configurations than the current best and its rival (best.json: "
-            "confirmations); the current best is not confirmed."
-        )
-        # the defaults' fresh measurements still say more about them than their one search measurement
-        defaults = [g for e in entries if e["rival_is_baseline"] for g in e["rival_goodput_req_s"]]
-        mean = sum(defaults) / len(defaults) if defaults else 0.0
-        if mean > 0:  # no gain from it: the best's figure is of another kind (one search measurement)
-            note += f" vLLM's defaults on fresh servers: {mean:.3f} req/s (n={len(defaults)})."
-        out["notes"] = [*meta["notes"], note]
-    return out, current
 
 
 def rival_of(summary: Summary) -> TrialResult | None:
@@ -186,7 +118,7 @@ def remeasure(
 ) -> dict[str, tuple[tuple[float, str | None], ...]]:
     """Measure every contender ``rounds`` times, round-robin, reversing the order each round so drift hits
     all alike. ``measure(k, name, config, device)`` runs one fresh trial (k numbers them). Per measurement
-    the goodput (0 where the SLO held at no load) and the device it ran on. ``done`` rounds ran before (an
+    the capacity (0 where no rate held) and the device it ran on. ``done`` rounds ran before (an
     earlier call): the order goes on from there instead of starting again.
 
     With several ``devices`` (GPUs of one host) a round's contenders are measured at once (by ``scheduler``),
@@ -208,7 +140,7 @@ def remeasure(
             k += len(batch)
             results = run_at_once([functools.partial(measure, kk, n, contenders[n], d) for kk, n, d in batch])
             for (_, name, device), res in zip(batch, results, strict=True):
-                got[name].append((res.goodput_req_s if res.slo_met else 0.0, device))
+                got[name].append((res.capacity_req_s, device))
                 where = "" if device is None else f" on device {device}"
                 progress(
                     f"re-measure round {i + 1}/{done + rounds}: {name}{where} {got[name][-1][0]:.3f} req/s"

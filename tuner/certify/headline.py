@@ -158,7 +158,7 @@ def _headline(
     if confirmation is not None and confirmation.rival_is_baseline and confirmation.gain_on_means is not None:
         return replace(stated, gain=confirmation.gain_on_means, basis=CONFIRMED)
     if summary.gain_over_baseline is not None:
-        single = min(len(summary.best_goodputs), len(summary.baseline_goodputs)) == 1
+        single = min(len(summary.best_capacities), len(summary.baseline_capacities)) == 1
         return replace(stated, gain=summary.gain_over_baseline, basis=SEARCH, single_measurement=single)
     return stated
 

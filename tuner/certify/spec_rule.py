@@ -1,6 +1,7 @@
 """The seeds' rule for speculative decoding: a winner that speculates is kept only when its measured
-acceptance is above zero and its goodput at the certified rate beats the same configuration without
-speculation (its *twin*), measured the same way. Otherwise the twin wins and launch.sh runs it.
+acceptance is above zero and its capacity beats the same configuration without speculation (its *twin*),
+measured the same way: both certified rates where both were soaked, else both search estimates. Otherwise
+the twin wins and launch.sh runs it.
 
 Why: drafting costs a verification pass per step. On the H200 every ngram trial of random-weight models
 lost (0 drafts); on the CPU a 135M model verifies k+1 tokens at nearly k+1 times the cost of one, so even
@@ -40,7 +41,7 @@ class SpecVerdict:
     acceptance: float | None  # accepted / drafted tokens, as vLLM counted them
     rate_req_s: float | None
     twin_rate_req_s: float | None
-    basis: str  # "certified" (both soaked) | "search" (the search's goodput, both sides)
+    basis: str  # "certified" (both soaked) | "search" (the search's capacity, both sides)
     line: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,10 +61,10 @@ def verdict(best: TrialResult, twin: TrialResult | None, certs: Mapping[int, Cer
     """Judge a speculating ``best`` against its ``twin`` (None when the twin was not measured)."""
     cert = certs.get(best.number)
     acceptance = _acceptance(best, cert)
-    mine, theirs, basis = best.goodput_req_s if best.slo_met else 0.0, None, "search"
+    mine, theirs, basis = best.capacity_req_s, None, "search"
     twin_cert = certs.get(twin.number) if twin is not None else None
     if twin is not None:
-        theirs = twin.goodput_req_s if twin.slo_met else 0.0
+        theirs = twin.capacity_req_s
     if cert is not None and twin_cert is not None:
         mine, theirs, basis = cert.certified_rate or 0.0, twin_cert.certified_rate or 0.0, "certified"
     accepted = acceptance is not None and acceptance > 0
@@ -103,6 +104,6 @@ def apply_rule(
     judged = verdict(best, twin, certs)
     if judged.kept or twin is None or not twin.slo_met:
         return summary, judged
-    goodputs = tuple(r.goodput_req_s if r.slo_met else 0.0 for r in _measured(twin.config, results))
+    capacities = tuple(r.capacity_req_s for r in _measured(twin.config, results))
     top = (twin, *(t for t in summary.top if t.number != twin.number))
-    return replace(summary, best=twin, best_goodputs=goodputs, top=top, gain_over_baseline=None), judged
+    return replace(summary, best=twin, best_capacities=capacities, top=top, gain_over_baseline=None), judged

@@ -102,9 +102,12 @@ def best_document(
         "certified_rate_req_s": headline.certified_req_s,
         "headline": headline.to_dict(),
         "best": brief(summary.best),
-        # every measurement of the best's configuration (more than one where the search proposed it again)
+        # every measurement of the best's configuration (more than one where the search proposed it again):
+        # its capacity, which ranks, and its goodput beside it
+        "best_capacities_req_s": list(summary.best_capacities),
+        "best_capacity_mean_req_s": summary.best_capacity,
         "best_goodputs_req_s": list(summary.best_goodputs),
-        "best_goodput_mean_req_s": summary.best_goodput,
+        "best_goodput_mean_req_s": _mean_or_none(summary.best_goodputs),
         "baseline": brief(summary.baseline),
         "gain_over_baseline": headline.gain,
         "gain_basis": headline.basis,
@@ -191,3 +194,7 @@ def write_outputs(
         cost=cost_lines(document, *price),
     )
     return summary
+
+
+def _mean_or_none(values: tuple[float, ...]) -> float | None:
+    return sum(values) / len(values) if values else None

@@ -43,8 +43,8 @@ def _headline(summary: Summary, meta: dict[str, Any], head: Headline) -> str:
     who = "vLLM's defaults were the best configuration found" if b.is_baseline else f"Trial {b.number} wins"
     css = "ok" if head.certified_req_s is not None or head.soak_s is None else "bad"
     return (
-        f'<p class="{css}"><b>{who}</b> ({slo}). <b>{escape(head.line())}</b>. In the search: goodput '
-        f"{escape(summary.best_goodput_text())}. {escape(summary.baseline_note)}.</p>"
+        f'<p class="{css}"><b>{who}</b> ({slo}). <b>{escape(head.line())}</b>. In the search: capacity '
+        f"{escape(summary.best_capacity_text())}. {escape(summary.baseline_note)}.</p>"
     )
 
 

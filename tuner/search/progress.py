@@ -32,7 +32,7 @@ class Progress:
         per = (time.monotonic() - self.t0) / self.done_here
         eta = per * max(0, self.total - done)
         best = (
-            f"best so far {summary.best_goodput_text()} (trial {summary.best.number})"
+            f"best so far {summary.best_capacity_text()} (trial {summary.best.number})"
             if summary.best
             else "no config has met the SLO yet"
         )

@@ -239,7 +239,7 @@ def _tell(study: optuna.Study, trial: optuna.Trial, result: TrialResult) -> None
         log.warning("trial %d failed: %s", trial.number, result.fail_reason)
         study.tell(trial, state=optuna.trial.TrialState.FAIL)
     else:
-        study.tell(trial, result.goodput_req_s)
+        study.tell(trial, result.capacity_req_s)
 
 
 def _store_interrupted(study: optuna.Study, trial: optuna.Trial, why: str | None = None) -> None:

@@ -74,15 +74,15 @@ class TrialContext:
     measure: Measure | None = field(default=None, compare=False)
     # the scheduler's rules for the device a trial runs on: start and measurement locks, the time budget
     rules: DeviceRules = field(default_factory=DeviceRules, compare=False)
-    # the study's best goodput so far (None: none yet, or no study: re-measurements are never cut short)
-    best_goodput: Callable[[], float | None] = field(default=lambda: None, compare=False)
+    # the study's best capacity so far (None: none yet, or no study: re-measurements are never cut short)
+    best_capacity: Callable[[], float | None] = field(default=lambda: None, compare=False)
     # each trial's timeline (tuner.report.company): wall-clock seconds, comparable between the trials of one host
     wall_clock: Callable[[], float] = field(default=time.time, compare=False)
     host: str = field(default_factory=socket.gethostname)
 
     def uncut(self) -> TrialContext:
         """The context of a re-measurement or a soak: never cut short, neither as hopeless nor by the budget."""
-        return replace(self, best_goodput=lambda: None, rules=self.rules.without_budget())
+        return replace(self, best_capacity=lambda: None, rules=self.rules.without_budget())
 
 
 def launcher_of(ctx: TrialContext) -> Launcher:

@@ -19,7 +19,7 @@ from tuner.trial.capacity import CapacityResult, MeasurePlan, capacity_search
 from tuner.trial.context import TrialContext, load_spec
 from tuner.trial.level import Level
 
-# A trial is PRUNED after its saturation probe when the probe's throughput x this is below the best goodput
+# A trial is PRUNED after its saturation probe when the probe's throughput x this is below the best capacity
 # so far and the server runs no more sequences at once than the probe sends (the probe then keeps it full,
 # so its throughput bounds what Poisson load can complete). Why 3: docs/how-it-works.md (the hopeless rule).
 HOPELESS_FACTOR = 3.0
@@ -66,13 +66,13 @@ def hopeless_check(
         return None
 
     def check(saturation: float) -> str | None:
-        best = ctx.best_goodput()
+        best = ctx.best_capacity()
         if best is None or saturation * HOPELESS_FACTOR >= best:
             return None
         fit = f" ({running} of the longest requests fit its KV cache)" if running and running < seqs else ""
         return (
             f"hopeless: the saturation probe completed {saturation:.2f} req/s with max_num_seqs {seqs}{fit}, under "
-            f"1/{HOPELESS_FACTOR:g} of the best goodput so far ({best:.2f} req/s); not measured further"
+            f"1/{HOPELESS_FACTOR:g} of the best capacity so far ({best:.2f} req/s); not measured further"
         )
 
     return check

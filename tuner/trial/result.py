@@ -111,6 +111,13 @@ class TrialResult:
         return cls(**d)
 
     @property
+    def capacity_req_s(self) -> float:
+        """The highest request rate that kept every SLO (0 where none did): what a study ranks, tells its
+        sampler and states. Goodput divides by a level's whole length, drain included, so levels of
+        different lengths would compare unevenly on it."""
+        return self.best_rate if self.slo_met and self.best_rate is not None else 0.0
+
+    @property
     def server(self) -> ServerSummary:
         """vLLM's /metrics at the reported level (all None when there is no report)."""
         return self.report.server if self.report else ServerSummary()
