@@ -18,7 +18,8 @@ from typing import Any
 
 from launch.config import ServeConfig, speculation_on
 from launch.errors import LaunchInputError
-from launch.vllm_info import API_SERVER, VllmInfo
+from launch.vllm_flags import VllmInfo
+from launch.vllm_info import API_SERVER
 
 # ServeConfig field → vLLM flag (speculative_*, extra_args and env are handled separately).
 FLAG_OF: dict[str, str] = {

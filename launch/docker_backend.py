@@ -28,7 +28,7 @@ from launch.process import LOG_TAIL_BYTES, free_port, spawn_watched
 from launch.readback import ReadBack
 from launch.script import container_command, docker_image
 from launch.server_phases import ServerBase, read_back, wait_healthy, warm_up
-from launch.vllm_info import VllmInfo
+from launch.vllm_flags import VllmInfo
 
 CONTAINER_PORT = 8000
 LABEL = "slotune"

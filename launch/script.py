@@ -28,7 +28,8 @@ from launch.command import build_command, env_to_unset
 from launch.config import ServeConfig
 from launch.parallel import device_block
 from launch.script_parts import WATCHER_PY, guards
-from launch.vllm_info import API_SERVER, VllmInfo
+from launch.vllm_flags import VllmInfo
+from launch.vllm_info import API_SERVER
 
 _HOST_SENTINEL = "__SLOTUNE_HOST__"
 _PORT_SENTINEL = 65599  # not a valid port: cannot collide with a real value

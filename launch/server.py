@@ -26,7 +26,8 @@ from launch.errors import LaunchFailure
 from launch.process import LOG_TAIL_BYTES, free_port, group_members, read_log_tail, spawn_watched
 from launch.readback import ReadBack
 from launch.server_phases import ServerBase, read_back, wait_healthy, warm_up
-from launch.vllm_info import VllmInfo, probe_vllm
+from launch.vllm_flags import VllmInfo
+from launch.vllm_info import probe_vllm
 
 
 class LaunchedServer(ServerBase):

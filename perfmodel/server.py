@@ -51,16 +51,7 @@ class Server:
     def run(self, load: OpenLoad | ClosedLoad, slos: tuple[SLO, ...] = (), abandon: bool = False) -> LevelOutcome:
         """Serve one level from the server's current state; the server's clock ends past its last request."""
         n = len(load.requests)
-        start = self.now + LEVEL_GAP_S
-        if isinstance(load, OpenLoad):
-            sends, next_closed = [(start + off, i) for i, off in enumerate(load.offsets_s)], n
-        else:
-            first_wave = min(load.concurrency, n)
-            sends, next_closed = [(start, i) for i in range(first_wave)], first_wave
-        heapq.heapify(sends)
-        level = _Level(load.requests, sends, next_closed, [0.0] * n, [None] * n, [None] * n, n, None)
-        if abandon:
-            level.misses = _MissCounter(slos, n)
+        level = self._level(load, slos if abandon else None)
         eng = self.engine
         hits0, queries0, preempt0, peak = eng.hit_tokens, eng.queried_tokens, eng.preemptions, 0
         self._visible.clear()
@@ -109,6 +100,22 @@ class Server:
             prefix_hit_rate=hit_rate,
             running_peak=peak,
         )
+
+    def _level(self, load: OpenLoad | ClosedLoad, abandon_on: tuple[SLO, ...] | None) -> _Level:
+        """A level's send schedule from now (an open load's arrivals, or a closed load's first wave); with
+        ``abandon_on``, the count of SLO misses that abandons it."""
+        n = len(load.requests)
+        start = self.now + LEVEL_GAP_S
+        if isinstance(load, OpenLoad):
+            sends, next_closed = [(start + off, i) for i, off in enumerate(load.offsets_s)], n
+        else:
+            first_wave = min(load.concurrency, n)
+            sends, next_closed = [(start, i) for i in range(first_wave)], first_wave
+        heapq.heapify(sends)
+        level = _Level(load.requests, sends, next_closed, [0.0] * n, [None] * n, [None] * n, n, None)
+        if abandon_on is not None:
+            level.misses = _MissCounter(abandon_on, n)
+        return level
 
     def _front_in(self, level: _Level, until: float) -> None:
         """Requests sent by ``until`` pass the front end, in order; one too long for ``max_model_len`` is

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from launch.vllm_info import VllmInfo  # noqa: E402
+from launch.vllm_flags import VllmInfo  # noqa: E402
 from tuner.certify.certified import stored  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
 from tuner.pipeline import tune  # noqa: E402

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from launch.vllm_info import VllmInfo
+from launch.vllm_flags import VllmInfo
 
 DATA = Path(__file__).parent / "data"
 VERSIONS = ("0.26.0", "0.32.0", "0.33.0")

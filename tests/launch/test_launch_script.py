@@ -17,7 +17,7 @@ import pytest
 from launch.config import ServeConfig
 from launch.fingerprint import model_fingerprint
 from launch.script import docker_run_command, render_launch_script, write_launch_script
-from launch.vllm_info import VllmInfo
+from launch.vllm_flags import VllmInfo
 from tests.conftest import require
 from tuner.budget.vllm_defaults import installed_vllm_version
 

@@ -7,7 +7,8 @@ import pytest
 
 from launch import vllm_info
 from launch.errors import LaunchInputError
-from launch.vllm_info import VllmInfo, parse_help, probe_vllm
+from launch.vllm_flags import VllmInfo, parse_help
+from launch.vllm_info import probe_vllm
 
 
 def test_parse_help_core_flags_in_every_release(any_info: VllmInfo) -> None:

@@ -98,7 +98,7 @@ def test_stop_of_a_running_server_is_complete_and_idempotent(tmp_path: Path) -> 
     # a stand-in server that forks a grandchild and ignores SIGTERM: stop() must escalate to SIGKILL
     from launch.config import ServeConfig
     from launch.server import LaunchedServer, spawn_watched
-    from launch.vllm_info import VllmInfo
+    from launch.vllm_flags import VllmInfo
 
     script = (
         "import signal, subprocess, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "

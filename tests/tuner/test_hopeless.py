@@ -85,7 +85,7 @@ def test_run_trial_stores_it_as_pruned_with_the_reason(tmp_path) -> None:
 
 
 def test_the_study_hands_each_trial_the_best_capacity_so_far(monkeypatch, tmp_path) -> None:
-    from launch.vllm_info import VllmInfo
+    from launch.vllm_flags import VllmInfo
     from tuner import inputs as inputs_mod
     from tuner import pipeline
     from tuner.settings.tune_settings import resolve

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from launch.vllm_info import VllmInfo
+from launch.vllm_flags import VllmInfo
 from loadtest.redact import mask, without_password
 from loadtest.slo import parse_slos
 from loadtest.workload import load_workload

@@ -11,7 +11,7 @@ import pytest
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
-from launch.vllm_info import VllmInfo
+from launch.vllm_flags import VllmInfo
 from tuner.trial.capacity import CapacityResult
 from tuner.trial.context import TrialContext
 from tuner.trial.device_rules import DeviceRules
