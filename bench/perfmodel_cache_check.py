@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from perfmodel_rows import describe, study_inputs  # noqa: E402
 from perfmodel_studies import ROOT, STUDIES  # noqa: E402
-from perfmodel_validation import describe, study_inputs  # noqa: E402
 
 from perfmodel.capacity import replay_levels  # noqa: E402
 from perfmodel.costs import Costs  # noqa: E402

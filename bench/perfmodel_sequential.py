@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from perfmodel_rows import study_inputs  # noqa: E402
 from perfmodel_studies import ROOT, STUDIES  # noqa: E402
-from perfmodel_validation import study_inputs  # noqa: E402
 
 from perfmodel.family import family_of  # noqa: E402
 from perfmodel.rank import Candidate, Check, calibrate, predict  # noqa: E402

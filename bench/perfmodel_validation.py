@@ -23,128 +23,18 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from perfmodel_studies import ROOT, STUDIES, Study, load_seed, trial_results  # noqa: E402
+from perfmodel_across import across_studies, cross_study, pooled  # noqa: E402
+from perfmodel_rows import Row, describe, predict_all, stats, study_inputs  # noqa: E402
+from perfmodel_studies import ROOT, STUDIES, Study  # noqa: E402
 
-from loadtest.slo import parse_slos  # noqa: E402
-from loadtest.workload import load_workload  # noqa: E402
 from perfmodel.capacity import steady_capacity  # noqa: E402
-from perfmodel.observed import ObservedTrial, observe  # noqa: E402
-from perfmodel.rank import Calibration, Candidate, Check, calibrate, predict  # noqa: E402
-from perfmodel.traffic import Demand  # noqa: E402
-from tuner.budget.gpu import GPUProfile  # noqa: E402
-from tuner.model.spec import ModelSpec  # noqa: E402
-from tuner.synthetic import shape_config  # noqa: E402
+from perfmodel.rank import Calibration, Check, calibrate  # noqa: E402
 from tuner.trial.result import TrialResult  # noqa: E402
-
-KNOBS = ("max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill", "enable_prefix_caching", "kv_cache_dtype")
-
-
-@dataclass(frozen=True)
-class Row:
-    study: str
-    trial: int
-    role: str  # calibration | predicted | extrapolated | not predicted
-    config: str
-    measured_req_s: float | None
-    predicted_req_s: float | None
-    measured_goodput: float
-    predicted_goodput: float | None
-    seconds: float
-    note: str
-
-    @property
-    def error(self) -> float | None:
-        if self.predicted_req_s is None or not self.measured_req_s:
-            return None
-        return (self.predicted_req_s - self.measured_req_s) / self.measured_req_s
-
-    @property
-    def goodput_error(self) -> float | None:
-        if self.predicted_goodput is None or not self.measured_goodput:
-            return None
-        return (self.predicted_goodput - self.measured_goodput) / self.measured_goodput
-
-
-def describe(r: TrialResult) -> str:
-    c = r.launched or r.config
-    parts = [f"{k}={getattr(c, k)}" for k in KNOBS if getattr(c, k) is not None]
-    if c.speculative_method:
-        parts.append(f"spec={c.speculative_method}:{c.num_speculative_tokens}")
-    if Path(c.model).name != Path(r.config.model).name or "w4a16" in c.model:
-        parts.append(f"model={Path(c.model).name}")
-    return " ".join(parts) or "vLLM defaults"
-
-
-def study_inputs(study: Study) -> tuple:
-    workload, slos = load_workload(study.workload), parse_slos(study.slo)
-    gpu, spec = GPUProfile.load(study.gpu), ModelSpec.from_config(shape_config(study.shape))
-    results = trial_results(study)
-    demand = Demand(workload, slos)
-    observed = {}
-    for r in results:
-        obs = observe(r, demand, study.plan, load_seed(workload, r))
-        observed[r.number] = replace(obs, config=replace(obs.config, model=weights_name(obs.config.model, study)))
-    return demand, gpu, spec, results, observed
-
-
-def weights_name(path: str, study: Study) -> str:
-    """The studies served synthetic models of one shape from different folders (/tmp/sf/model, /tmp/svg6-model,
-    /tmp/models/llama-3-8b): the engine family is named by the shape, the 4-bit variant apart."""
-    return study.shape + ("-w4a16" if "w4a16" in Path(path).name else "")
-
-
-def predict_all(
-    study: Study, cal: Calibration, results: list[TrialResult], observed: dict[int, ObservedTrial]
-) -> list[Row]:
-    rows = []
-    for r in results:
-        obs = observed[r.number]
-        t0 = time.monotonic()
-        p = predict(Candidate(obs.config, obs.engine), cal, obs.demand, study.plan, seed=obs.seed)
-        secs = time.monotonic() - t0
-        role = "calibration" if r.number in cal.trials else "predicted"
-        if p.unseen:
-            role = "not predicted"
-        elif p.extrapolated and role == "predicted":
-            role = "extrapolated"
-        rows.append(
-            Row(
-                study.folder,
-                r.number,
-                role,
-                describe(r),
-                r.best_rate,
-                p.capacity_req_s,
-                r.goodput_req_s,
-                p.goodput_req_s,
-                secs,
-                p.unseen or p.extrapolated or "",
-            )
-        )
-    return rows
-
-
-def stats(rows: list[Row]) -> str:
-    from scipy.stats import spearmanr
-
-    pairs = [(r.measured_req_s, r.predicted_req_s) for r in rows if r.error is not None]
-    if not pairs:
-        return "n=0"
-    errs = [abs(r.error) for r in rows if r.error is not None]
-    gerrs = [abs(r.goodput_error) for r in rows if r.goodput_error is not None]
-    rho = spearmanr([m for m, _ in pairs], [p for _, p in pairs]).statistic if len(pairs) > 2 else float("nan")
-    bias = statistics.median(r.error for r in rows if r.error is not None)
-    return (
-        f"n={len(pairs)} capacity |err| median {100 * statistics.median(errs):.1f} % worst {100 * max(errs):.1f} % "
-        f"(median signed {100 * bias:+.1f} %), Spearman {rho:.2f}; goodput |err| median "
-        f"{100 * statistics.median(gerrs):.1f} % worst {100 * max(gerrs):.1f} %"
-    )
 
 
 def repeats(results: list[TrialResult]) -> list[str]:
@@ -207,101 +97,6 @@ def run_study(study: Study, evaluations: int, lines: list[str]) -> tuple[list[Ro
     )
     lines += repeats(results)
     return rows, cal, inputs
-
-
-def cross_study(h200: tuple[Calibration, tuple], a30: tuple, study: Study, lines: list[str]) -> list[Row]:
-    """The A30-memory study predicted from the native study's defaults: same H200, same vLLM."""
-    cal, _ = h200
-    _, _, _, results, observed = a30
-    rows = predict_all(study, cal, results, observed)
-    rows = [
-        Row(
-            "a30-from-h200-defaults",
-            r.trial,
-            "extrapolated" if r.role == "extrapolated" else r.role,
-            r.config,
-            r.measured_req_s,
-            r.predicted_req_s,
-            r.measured_goodput,
-            r.predicted_goodput,
-            r.seconds,
-            r.note,
-        )
-        for r in rows
-    ]
-    lines.append(
-        "## h200-llama-3-8b-a30 predicted from h200-llama-3-8b-h200's defaults (same GPU and vLLM; "
-        "A30 memory: 48-110k KV tokens instead of 0.8-1.9M)"
-    )
-    lines.append("  same family, same KV dtype:  " + stats([r for r in rows if r.role == "predicted"]))
-    lines.append(
-        "  same family, any KV dtype:   " + stats([r for r in rows if r.role in ("predicted", "extrapolated")])
-    )
-    return rows
-
-
-def pooled(machine: str, done: dict[str, tuple[Calibration, tuple]], evaluations: int, lines: list[str]) -> list[Row]:
-    """One calibration on the defaults of every study of the machine (one engine family: same GPU, vLLM and
-    weights; chat and longdoc alike), predicting all their configurations: a calibration kept across studies."""
-    chosen = [s for s in STUDIES if s.machine == machine and s.folder in done]
-    if len(chosen) < 2:
-        return []
-    _, gpu, spec, _, _ = done[chosen[0].folder][1]
-    bases = []
-    for s in chosen:
-        _, _, _, results, observed = done[s.folder][1]
-        bases.append(observed[next(r for r in results if r.is_baseline).number])
-    t0 = time.monotonic()
-    cal = calibrate(bases, spec, gpu, max_evaluations=evaluations)
-    secs = time.monotonic() - t0
-    rows: list[Row] = []
-    for s in chosen:
-        _, _, _, results, observed = done[s.folder][1]
-        baselines = {r.number for r in results if r.is_baseline}
-        for r in predict_all(s, cal, results, observed):
-            role = "calibration" if r.trial in baselines else r.role
-            rows.append(
-                Row(
-                    f"{machine.lower()}-pooled:{s.folder}",
-                    r.trial,
-                    role,
-                    r.config,
-                    r.measured_req_s,
-                    r.predicted_req_s,
-                    r.measured_goodput,
-                    r.predicted_goodput,
-                    r.seconds,
-                    r.note,
-                )
-            )
-    lines.append(
-        f"## {machine}: one calibration on the defaults of all {len(chosen)} studies ({secs:.0f} s; costs "
-        f"{json.dumps({k: float(f'{v:.3g}') for k, v in cal.costs.to_dict().items()})}), every other "
-        "configuration of those studies predicted"
-    )
-    lines.append("  same family, same KV dtype:  " + stats([r for r in rows if r.role == "predicted"]))
-    lines.append(
-        "  same family, any KV dtype:   " + stats([r for r in rows if r.role in ("predicted", "extrapolated")])
-    )
-    return rows
-
-
-def across_studies(machine: str, done: dict[str, tuple[Calibration, tuple]], lines: list[str]) -> None:
-    """The same configuration measured in two studies of the machine (other days, other servers)."""
-    seen: dict[str, list[tuple[str, int, float]]] = {}
-    for folder, (_, inputs) in done.items():
-        if next(s for s in STUDIES if s.folder == folder).machine != machine:
-            continue
-        for r in inputs[3]:
-            if r.best_rate:
-                seen.setdefault(describe(r), []).append((folder, r.number, r.best_rate))
-    for conf, where in seen.items():
-        if len({f for f, _, _ in where}) > 1:
-            caps = [c for _, _, c in where]
-            lines.append(
-                f"  {conf}: {[(f, n, round(c, 1)) for f, n, c in where]} "
-                f"(max−min {100 * (max(caps) - min(caps)) / statistics.mean(caps):.0f} % of the mean)"
-            )
 
 
 def main() -> int:
