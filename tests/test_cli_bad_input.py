@@ -35,6 +35,8 @@ def run_cli(args, capsys):
         (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--workload", "nosuch"], "nosuch"),
         (["--gpu", "cpu"], "missing --slo"),
         (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--confirm", "-1"], "--confirm '-1': must be a whole number"),
+        (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--try-first", "ngram"], "--try-first 'ngram': 'ngram' is not KNOB"),
+        (["--gpu", "cpu", "--slo", "ttft_p95=2s", "--try-first", "max_num_seqs=3"], "max_num_seqs=3: not a value"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, needle, model, capsys, monkeypatch, tmp_path):

