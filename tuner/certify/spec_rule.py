@@ -107,3 +107,22 @@ def apply_rule(
     capacities = tuple(r.capacity_req_s for r in _measured(twin.config, results))
     top = (twin, *(t for t in summary.top if t.number != twin.number))
     return replace(summary, best=twin, best_capacities=capacities, top=top, gain_over_baseline=None), judged
+
+
+def lost_in_search(summary: Summary, results: list[TrialResult]) -> str | None:
+    """When trials speculated but the best does not: what each measured against the best, so the report says
+    why speculation is not in launch.sh (the rule above judges only a speculating best). None otherwise."""
+    best = summary.best
+    tried = [r for r in results if r.state == TrialState.COMPLETE and speculates(r)]
+    if best is None or speculates(best) or not tried:
+        return None
+    parts = []
+    for r in sorted(tried, key=lambda r: r.number):
+        acc = _acceptance(r, None)
+        acc_text = "acceptance not measured" if acc is None else f"acceptance {acc:.1%}"
+        method = f"{r.config.speculative_method}, k={r.config.num_speculative_tokens}"
+        parts.append(f"trial {r.number} ({method}): {acc_text}, {r.capacity_req_s:.3f} req/s")
+    return (
+        f"Speculation was measured and lost in the search: {'; '.join(parts)}; the best, trial {best.number}, "
+        f"does not speculate ({best.capacity_req_s:.3f} req/s in the search)"
+    )

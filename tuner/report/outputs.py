@@ -18,7 +18,7 @@ import pandas as pd
 from tuner.certify.certification import Certification
 from tuner.certify.confirm import Confirmation
 from tuner.certify.headline import Headline, headline
-from tuner.certify.spec_rule import apply_rule
+from tuner.certify.spec_rule import apply_rule, lost_in_search
 from tuner.certify.summary import Summary, certified_summary, summarize
 from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.layout import layout_columns
@@ -170,6 +170,8 @@ def write_outputs(
     )
     if spec is not None:  # the speculation rule's verdict (tuner.certify.spec_rule), in best.json and the report
         meta = {**meta, "speculation": spec.to_dict()}
+    elif (lost := lost_in_search(summary, results)) is not None:
+        meta = {**meta, "speculation": {"kept": False, "line": lost}}
     head = headline(summary, certifications or {}, confirmation)
     frame = trials_frame(results, timelines, certifications)
     tmp = out / "trials.csv.tmp"

@@ -60,7 +60,8 @@ def _certifications(certs: Mapping[int, Certification]) -> str:
 
 
 def _speculation(meta: dict[str, Any]) -> str:
-    """The speculation rule's verdict (tuner.certify.spec_rule), when the search's best speculated."""
+    """The speculation rule's verdict (tuner.certify.spec_rule), or what speculating trials measured when the
+    best does not speculate."""
     spec = meta.get("speculation")
     if not spec:
         return ""
