@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.tuner.test_stored_studies import same
+from tuner.cli import main
 from tuner.document.parts import StoredSettings
 from tuner.document.study import StudyDocument
 from tuner.errors import UsageError
@@ -96,3 +97,12 @@ def test_a_value_of_another_kind_is_named_too(tmp_path: Path) -> None:
     path.write_text(json.dumps(raw))
     with pytest.raises(UsageError, match=r"no key 'seconds' in 'certifications\[0\]'"):
         StudyDocument.from_json(path)
+
+
+@pytest.mark.parametrize("command", [["export", "--format", "compose"], ["cost"]])
+def test_the_cli_exits_2_with_the_one_line(command: list[str], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    raw = json.loads((ROOT / "results" / "h200-llama-3-8b-a30" / "best.json").read_text())
+    (tmp_path / "best.json").write_text(json.dumps(_without(raw, "best.config")))
+    assert main([command[0], "--study", str(tmp_path), *command[1:]]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(tmp_path / "best.json") in err[0] and "no key 'best.config'" in err[0], err
