@@ -99,7 +99,7 @@ def test_a_value_of_another_kind_is_named_too(tmp_path: Path) -> None:
         StudyDocument.from_json(path)
 
 
-@pytest.mark.parametrize("command", [["export", "--format", "compose"], ["cost"]])
+@pytest.mark.parametrize("command", [["export", "--format", "compose"], ["cost"], ["retune"]])
 def test_the_cli_exits_2_with_the_one_line(command: list[str], tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     raw = json.loads((ROOT / "results" / "h200-llama-3-8b-a30" / "best.json").read_text())
     (tmp_path / "best.json").write_text(json.dumps(_without(raw, "best.config")))
