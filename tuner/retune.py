@@ -19,18 +19,16 @@ import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from launch.config import ServeConfig
 from launch.fingerprint import model_fingerprint
-from loadtest.redact import without_password
 from loadtest.summary import ReportSummary
-from loadtest.textfile import read_json
-from tuner.certify.verify import verify_at_rate
+from tuner.certify.verify import Verification, verify_at_rate
+from tuner.document.study import StudyDocument
 from tuner.errors import UsageError
 from tuner.inputs import load_inputs
 from tuner.pipeline import tune
 from tuner.quantize_step import maybe_quantize
+from tuner.retune_result import CertifiedCheck, OldBest, Retuned, RetunedBest, RetuneResult, Reverified
 from tuner.search.space import params_of
 from tuner.settings.tune_settings import TuneSettings
 from tuner.tune_setup import base_config, space_context, trial_context
@@ -39,24 +37,17 @@ from tuner.versions import changed_versions, collect_versions
 OUTPUT_FILES = ("launch.sh", "best.json", "trials.csv", "report.html")
 
 
-def read_study(study: Path) -> dict[str, Any]:
+def read_study(study: Path) -> StudyDocument:
+    """best.json of ``study``, with its settings and a best that met the SLO; UsageError (one line) otherwise."""
     path = study / "best.json"
     if not path.is_file():
         raise UsageError(f"--study {study}: no best.json there; point --study at a folder written by `tune`")
-    doc = read_json(path, UsageError)
-    if not isinstance(doc, dict) or not isinstance(doc.get("settings"), dict):
+    doc = StudyDocument.from_json(path)
+    if doc.settings is None:
         raise UsageError(f"{path}: not a best.json written by `tune` (no settings); point --study at a tune folder")
-    if not doc.get("slo_met") or not doc.get("best"):
+    if not doc.slo_met or doc.best is None:
         raise UsageError(f"{path}: that study has no configuration that met its SLO; run `tune --resume` first")
     return doc
-
-
-def _settings(doc: dict[str, Any], study: Path, overrides: dict[str, Any]) -> TuneSettings:
-    values = {k: v for k, v in doc["settings"].items() if k in TuneSettings.__dataclass_fields__}
-    if isinstance(values.get("storage"), str):  # written masked: the driver reads the password (PGPASSWORD)
-        values["storage"] = without_password(values["storage"])
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return TuneSettings(**values)
 
 
 def retune(
@@ -67,106 +58,82 @@ def retune(
     vllm_python: str | None = None,
     soak_seconds: float | None = None,
     progress: Callable[[str], None] = print,
-) -> dict[str, Any]:
-    """Run the nightly check; returns the JSON document (``regression`` decides the exit code)."""
+) -> RetuneResult:
+    """Run the nightly check; ``regression`` of the result decides the exit code."""
     check_tolerance(tolerance)
     doc = read_study(study)
-    old_best = doc["best"]
+    best = doc.need(doc.best, "best")
     overrides = {"vllm_python": vllm_python, "out": str(study), "resume": True, "soak_seconds": soak_seconds}
-    settings = _settings(doc, study, overrides)
+    settings = doc.need(doc.settings, "settings").tune_settings(overrides)
     inputs = load_inputs(settings)
     fingerprint = model_fingerprint(inputs.model_dir)
-    versions = collect_versions(settings.vllm_python)
-    model_changed = fingerprint != doc["model"]["fingerprint"]
-    changes = changed_versions(doc.get("versions", {}), versions)
-    result: dict[str, Any] = {
-        "study": str(study),
-        "model_changed": model_changed,
-        "versions_changed": bool(changes),
-        "changes": {k: {"old": o, "new": n} for k, (o, n) in changes.items()},
-        "tolerance": tolerance,
-        "old": {
-            "goodput_req_s": old_best["goodput_req_s"],
-            "rate": stated_rate(doc),
-            "certified": doc.get("certified_rate_req_s") is not None,
-            "config": old_best["config"],
-            "fingerprint": doc["model"]["fingerprint"],
-            "versions": doc.get("versions"),
-        },
-    }
-    floor = stated_rate(doc) * (1 - tolerance)
+    changes = changed_versions(doc.versions or {}, collect_versions(settings.vllm_python))
+    rate = stated_rate(doc)
+    old = OldBest(
+        best.goodput_req_s, rate, doc.certified_rate_req_s is not None, best.config, doc.model.fingerprint, doc.versions
+    )
+    model_changed = fingerprint != doc.model.fingerprint
     if not model_changed and not changes:
         ctx = trial_context(inputs, study / "logs" / f"retune-{_stamp()}")
-        rate = verification_rate(stated_rate(doc), tolerance)
-        check = verify_at_rate(ServeConfig.from_dict(old_best["config"]), ctx, rate, progress)
+        at = verification_rate(rate, tolerance)
+        check = verify_at_rate(best.config, ctx, at, progress)
         # rate × (share of requests meeting every SLO): unlike good/duration, it does not swing with how
         # long the last request's tail took
-        old_report = ReportSummary.from_dict(m) if (m := old_best.get("metrics")) else None  # best.json's
-        result["old"]["goodput_at_rate_req_s"] = stated_rate(doc) * good_share(old_report)
-        new = {**check.to_dict(), "goodput_at_rate_req_s": rate * good_share(check.report)}
-        result.update(action="reverified", new=new, regression=not check.slo_met, launch_sh_updated=False)
-        _append_history(study, result)
-        return result
-    result.update(_retune_changed(study, doc, settings, trials, floor, tolerance, progress))
+        old = replace(old, goodput_at_rate_req_s=rate * good_share(best.metrics))  # best.json's report
+        new: Reverified | Retuned = Reverified(check, at * good_share(check.report))
+        regression, updated = not check.slo_met, False
+    else:
+        new = _retune_changed(study, doc, settings, trials, tolerance, progress)
+        updated = new.verified
+        regression = new.best is None or not new.verified or new.best.rate < rate * (1 - tolerance)
+    result = RetuneResult(
+        study=study,
+        model_changed=model_changed,
+        changes=changes,
+        tolerance=tolerance,
+        old=old,
+        new=new,
+        regression=regression,
+        launch_sh_updated=updated,
+    )
     _append_history(study, result)
     return result
 
 
 def _retune_changed(
     study: Path,
-    doc: dict[str, Any],
+    doc: StudyDocument,
     settings: TuneSettings,
     trials: int | None,
-    floor: float,
     tolerance: float,
     progress: Callable[[str], None],
-) -> dict[str, Any]:
+) -> Retuned:
     new_dir = study / f"retune-{_stamp()}"
     new_settings = replace(settings, out=str(new_dir), resume=False, trials=trials or settings.trials)
     inputs = load_inputs(new_settings)
     quantized = maybe_quantize(new_settings, inputs)
     sctx = space_context(inputs, base_config(inputs), quantized or new_settings.quantized_model)
-    previous = [doc["best"]] + [c for c in doc.get("top", []) if c]
-    warm = [params_of(ServeConfig.from_dict(b["config"]), sctx) for b in previous]
+    previous = [doc.need(doc.best, "best"), *doc.top]
+    warm = [params_of(b.config, sctx) for b in previous]
     outcome = tune(inputs, quantized=quantized, warm_start=warm)
     best = outcome.summary.best
     if best is None or best.best_rate is None:
-        return {
-            "action": "retuned",
-            "new": {
-                "study": str(new_dir),
-                "slo_met": False,
-                "verification": {"slo_met": False, "fail": "no trial of the re-tune met the SLOs"},
-            },
-            "regression": True,
-            "launch_sh_updated": False,
-        }
+        return Retuned(new_dir, None)
     head = outcome.headline
+    check: CertifiedCheck | Verification
     if head is not None and head.certified_req_s is not None:  # certified on a fresh server: that verifies it
-        check: dict[str, object] = {"certified_rate_req_s": head.certified_req_s}
-        verified, rate = True, head.certified_req_s
+        check, rate = CertifiedCheck(head.certified_req_s), head.certified_req_s
     elif head is not None and head.certification_failed:
-        verified, rate, check = False, best.best_rate, {"certified_rate_req_s": None, "fail": "no soak held"}
+        check, rate = CertifiedCheck(None), best.best_rate
     else:  # no certification (--soak-seconds 0): one verification soak below the search's estimate
         ctx = trial_context(inputs, new_dir / "logs")
-        v = verify_at_rate(best.config, ctx, verification_rate(best.best_rate, tolerance), progress)
-        verified, rate, check = v.slo_met, best.best_rate, v.to_dict()
-    if verified:  # only a verified winner replaces the frozen files
+        check = verify_at_rate(best.config, ctx, verification_rate(best.best_rate, tolerance), progress)
+        rate = best.best_rate
+    certified = head is not None and head.certified_req_s is not None
+    retuned = Retuned(new_dir, RetunedBest(best.number, best.goodput_req_s, rate, certified, best.config, check))
+    if retuned.verified:  # only a verified winner replaces the frozen files
         _replace_frozen_files(study, new_dir)
-    return {
-        "action": "retuned",
-        "launch_sh_updated": verified,
-        "new": {
-            "study": str(new_dir),
-            "trial": best.number,
-            "goodput_req_s": best.goodput_req_s,
-            "rate": rate,
-            "certified": head is not None and head.certified_req_s is not None,
-            "config": best.config.to_dict(),
-            "verification": check,
-        },
-        "regression": not verified or rate < floor,
-    }
+    return retuned
 
 
 def _replace_frozen_files(study: Path, new_dir: Path) -> None:
@@ -185,10 +152,11 @@ def check_tolerance(tolerance: float) -> None:
         raise UsageError(f"--tolerance {tolerance}: give a fraction in [0, 1), e.g. 0.1 for 10 %")
 
 
-def stated_rate(doc: dict[str, Any]) -> float:
+def stated_rate(doc: StudyDocument) -> float:
     """The rate a study states for its best: certified where a soak certified it, else the search's estimate."""
-    certified = doc.get("certified_rate_req_s")
-    return float(certified) if certified is not None else float(doc["best"]["best_rate_req_s"])
+    if doc.certified_rate_req_s is not None:
+        return doc.certified_rate_req_s
+    return doc.need(doc.need(doc.best, "best").best_rate_req_s, "best.best_rate_req_s")
 
 
 def verification_rate(best_rate: float, tolerance: float) -> float:
@@ -206,7 +174,7 @@ def _stamp() -> str:
     return dt.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def _append_history(study: Path, result: dict[str, Any]) -> None:
-    entry = {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), **result}
+def _append_history(study: Path, result: RetuneResult) -> None:
+    entry = {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), **result.to_dict()}
     with (study / "retune-history.jsonl").open("a") as f:
         f.write(json.dumps(entry, default=str) + "\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Mapping
 
 _PROBE = r"""
 import json, platform, subprocess
@@ -54,6 +55,6 @@ def collect_versions(python: str, timeout_s: float = 180.0) -> dict[str, object]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def changed_versions(old: dict[str, object], new: dict[str, object]) -> dict[str, tuple[object, object]]:
+def changed_versions(old: Mapping[str, object], new: Mapping[str, object]) -> dict[str, tuple[object, object]]:
     """The compared keys whose value differs: name -> (old, new)."""
     return {k: (old.get(k), new.get(k)) for k in COMPARED if old.get(k) != new.get(k)}

@@ -6,6 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from loadtest.summary import ReportSummary
+from tuner.certify.certification import Certification, Soak
+from tuner.document.study import StudyDocument
+
 ROOT = Path(__file__).resolve().parents[2]
 HELP = {v: ROOT / "tests" / "launch" / "data" / f"help-options-{v}.txt" for v in ("0.26.0", "0.32.0", "0.33.0")}
 DATA = Path(__file__).parent / "data"
@@ -61,8 +65,11 @@ def certify(doc: dict[str, Any], who: str, rate: float, tok_s: float | None) -> 
     trial["certified_rate_req_s"] = rate
     if who == "best":
         doc["certified_rate_req_s"] = rate
-    soak = {"rate_req_s": rate, "holds": True, "throughput_tok_s": tok_s}
-    doc.setdefault("certifications", []).append(
-        {"trial": trial["trial"], "certified_rate_req_s": rate, "soaks": [soak]}
-    )
+    soak = Soak(rate, 120.0, True, (), rate, tok_s, rate, {}, {}, ReportSummary())  # tok_s None: no throughput
+    doc.setdefault("certifications", []).append(Certification(trial["trial"], rate, 120.0, (soak,)).to_dict())
     return doc
+
+
+def typed(doc: dict[str, Any]) -> StudyDocument:
+    """``doc`` as the readers of best.json take it."""
+    return StudyDocument.from_dict(doc)

@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from export_data import ROOT, certify, tiny_best
+from export_data import ROOT, certify, tiny_best, typed
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -40,41 +40,41 @@ def test_cost_of_one_dollar_an_hour_at_1000_tokens_per_second() -> None:
 
 def test_without_certification_the_search_estimate_is_used_and_said() -> None:
     doc = tiny_best()
-    basis = winner_basis(doc)
+    basis = winner_basis(typed(doc))
     assert basis is not None and not basis.certified
     assert (basis.rate_req_s, basis.output_tok_s) == (10.0, 2000.0)
     assert basis.label == NOT_CERTIFIED
-    lines = "\n".join(cost_lines(doc, 2.0, "test price"))
+    lines = "\n".join(cost_lines(typed(doc), 2.0, "test price"))
     assert lines.count(NOT_CERTIFIED) == 2  # the winner and vLLM's defaults
 
 
 def test_a_certified_rate_and_its_soak_report_are_used() -> None:
     doc = certify(tiny_best(), "best", 7.5, 1500.0)
-    basis = winner_basis(doc)
+    basis = winner_basis(typed(doc))
     assert basis is not None and basis.certified and basis.label == "certified"
     assert (basis.rate_req_s, basis.output_tok_s) == (7.5, 1500.0)
-    winner, _ = study_costs(doc, 3.0)
+    winner, _ = study_costs(typed(doc), 3.0)
     assert winner is not None and winner.usd_per_million_output_tokens == pytest.approx(3.0 / (1500 * 3600) * 1e6)
 
 
 def test_a_certified_rate_without_its_report_is_an_error_not_a_fallback() -> None:
     doc = certify(tiny_best(), "best", 7.5, None)
     with pytest.raises(UsageError, match="no held soak at that rate"):
-        winner_basis(doc)
+        winner_basis(typed(doc))
 
 
 def test_defaults_that_met_the_slo_at_no_load_have_no_cost() -> None:
     doc = tiny_best()
     doc["baseline"]["slo_met"] = False
-    assert baseline_basis(doc) is None
-    winner, baseline = study_costs(doc, 2.0)
+    assert baseline_basis(typed(doc)) is None
+    winner, baseline = study_costs(typed(doc), 2.0)
     assert winner is not None and baseline is None
-    assert cost_document(doc, 2.0, "x")["baseline"] is None
+    assert cost_document(typed(doc), 2.0, "x")["baseline"] is None
 
 
 def test_the_price_counts_every_gpu_of_the_layout() -> None:
     doc = tiny_best({"tensor_parallel_size": 2, "extra_args": ["--pipeline-parallel-size", "2"]})
-    winner, baseline = study_costs(doc, 2.5)
+    winner, baseline = study_costs(typed(doc), 2.5)
     assert winner is not None and baseline is not None
     assert (winner.gpus, winner.hourly_usd, baseline.gpus) == (4, 10.0, 1)
     assert winner.to_dict()["usd_per_million_output_tokens"] == pytest.approx(10.0 / (2000 * 3600) * 1e6)
@@ -82,17 +82,17 @@ def test_the_price_counts_every_gpu_of_the_layout() -> None:
 
 def test_price_comes_from_the_measured_gpu_and_the_override_wins() -> None:
     doc = tiny_best()
-    assert gpu_price(doc) == (GPUProfile.load("h200").hourly_price_usd, "GPU profile h200")
-    assert gpu_price(doc, 1.25) == (1.25, "--gpu-price")
-    assert gpu_price(tiny_best(settings={"gpu_price": 2.2})) == (2.2, "--gpu-price given to tune")
-    assert gpu_price(tiny_best(settings={"gpu_price": 2.2}), 1.25) == (1.25, "--gpu-price")
+    assert gpu_price(typed(doc)) == (GPUProfile.load("h200").hourly_price_usd, "GPU profile h200")
+    assert gpu_price(typed(doc), 1.25) == (1.25, "--gpu-price")
+    assert gpu_price(typed(tiny_best(settings={"gpu_price": 2.2}))) == (2.2, "--gpu-price given to tune")
+    assert gpu_price(typed(tiny_best(settings={"gpu_price": 2.2})), 1.25) == (1.25, "--gpu-price")
     emulated = tiny_best(gpu={"profile": "a30", "emulated_on": "h200", "emulation": "memory only"})
-    price, source = gpu_price(emulated)
+    price, source = gpu_price(typed(emulated))
     assert price == GPUProfile.load("h200").hourly_price_usd and "a30's memory was emulated" in source
-    price, source = gpu_price(tiny_best(gpu={"profile": "a30"}))
+    price, source = gpu_price(typed(tiny_best(gpu={"profile": "a30"})))
     assert price is None and "--gpu-price" in source
     with pytest.raises(UsageError, match="--gpu-price"):
-        gpu_price(doc, -1.0)
+        gpu_price(typed(doc), -1.0)
 
 
 def test_profile_price_must_be_a_number(tmp_path) -> None:
@@ -108,7 +108,7 @@ def test_profile_price_must_be_a_number(tmp_path) -> None:
 
 def test_committed_study_cost_follows_its_own_figures() -> None:
     doc = json.loads((ROOT / "results" / "h200-llama-3-8b-a30-w4a16" / "best.json").read_text())  # not certified
-    winner, baseline = study_costs(doc, 4.0)
+    winner, baseline = study_costs(typed(doc), 4.0)
     assert winner is not None and baseline is not None
     assert not winner.basis.certified and winner.basis.rate_req_s == doc["best"]["best_rate_req_s"]
     expected = 4.0 / (doc["best"]["metrics"]["throughput_tok_s"] * 3600) * 1e6
@@ -118,7 +118,7 @@ def test_committed_study_cost_follows_its_own_figures() -> None:
 
 def test_a_committed_certified_study_costs_its_certified_soaks() -> None:
     doc = json.loads((ROOT / "results" / "h200-llama-3-8b-a30-w4a16-longdoc" / "best.json").read_text())
-    winner, baseline = study_costs(doc, 4.0)
+    winner, baseline = study_costs(typed(doc), 4.0)
     assert winner is not None and winner.basis.certified and baseline is not None and baseline.basis.certified
     assert winner.basis.rate_req_s == doc["certified_rate_req_s"] == doc["headline"]["certified_rate_req_s"]
     soak = next(

@@ -68,16 +68,10 @@ def run(args: argparse.Namespace) -> int:
             progress=say,
         )
     if args.json:
-        print(json.dumps(result, indent=2, default=str))
+        print(json.dumps(result.to_dict(), indent=2, default=str))
     else:
-        what = "model changed" if result["model_changed"] else "model unchanged"
-        stack = (
-            ("versions changed: " + ", ".join(result["changes"]))
-            if result["versions_changed"]
-            else "versions unchanged"
-        )
-        verdict = "REGRESSION" if result["regression"] else "OK"
-        print(
-            f"{verdict}: {what}, {stack}; action: {result['action']}; launch.sh updated: {result['launch_sh_updated']}"
-        )
-    return 1 if result["regression"] else 0
+        what = "model changed" if result.model_changed else "model unchanged"
+        stack = ("versions changed: " + ", ".join(result.changes)) if result.versions_changed else "versions unchanged"
+        verdict = "REGRESSION" if result.regression else "OK"
+        print(f"{verdict}: {what}, {stack}; action: {result.action}; launch.sh updated: {result.launch_sh_updated}")
+    return 1 if result.regression else 0

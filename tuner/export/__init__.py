@@ -1,6 +1,6 @@
 """Deploy a finished study where users run vLLM, and state what its tokens cost.
 
-    study.py       best.json → StudyWinner (the winner's config as measured, its rate, vLLM's defaults)
+    study.py       best.json (tuner.document's StudyDocument) → StudyWinner (the winner's config as measured, its rate)
     cost.py        $ per million output tokens at the stated rate (pure; also for best.json and the report)
     layout.py      how many GPUs a configuration occupies (tensor × pipeline × data parallel)
     flags.py       the tuned vLLM version's flags, to check the argv against (as launch.sh does)

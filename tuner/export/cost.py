@@ -13,22 +13,39 @@ vLLM's defaults (best.json ``baseline``) are costed the same way, from their own
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
-from launch.config import ServeConfig
-from loadtest.summary import ReportSummary
 from tuner.budget.gpu import GPUProfile
+from tuner.certify.certification import Certification
+from tuner.document.parts import StoredGpu, StoredSettings, TrialBrief
 from tuner.errors import UsageError
 from tuner.export.layout import gpu_count
 
 NOT_CERTIFIED = "not certified: the search's estimate"
-# where a side of best.json (the top level for the winner, ``baseline`` for vLLM's defaults) keeps its
-# certified rate and the output tokens/s of the soak at that rate
-CERTIFIED_RATE_KEY = "certified_rate_req_s"  # on best.json's ``best`` and ``baseline`` (tuner.report.outputs)
-# best.json: each trial's soaks (tuner.certify.certification.Certification.to_dict)
+# best.json's keys the errors name: a side's certified rate (tuner.report.outputs) and every soak
+# (tuner.certify.certification.Certification.to_dict)
+CERTIFIED_RATE_KEY = "certified_rate_req_s"
 CERTIFICATIONS_KEY = "certifications"
+
+
+class StatedFigures(Protocol):
+    """What a cost is computed from: a study's StudyDocument, or the CostFigures of a best.json being written."""
+
+    @property
+    def settings(self) -> StoredSettings | None: ...
+
+    @property
+    def gpu(self) -> StoredGpu | None: ...
+
+    @property
+    def best(self) -> TrialBrief | None: ...
+
+    @property
+    def baseline(self) -> TrialBrief | None: ...
+
+    @property
+    def certifications(self) -> tuple[Certification, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -53,41 +70,40 @@ def usd_per_million_output_tokens(hourly_usd: float, output_tok_s: float) -> flo
     return hourly_usd / (output_tok_s * 3600.0) * 1e6
 
 
-def _certified_tok_s(doc: Mapping[str, Any], trial: Mapping[str, Any], rate: float, where: str) -> float:
+def _certified_tok_s(doc: StatedFigures, trial: TrialBrief, rate: float, where: str) -> float:
     """Output tokens/s of the soak that certified ``trial`` at ``rate`` (best.json ``certifications``)."""
-    for cert in doc.get(CERTIFICATIONS_KEY) or []:
-        if cert.get("trial") != trial.get("trial"):
+    for cert in doc.certifications:
+        if cert.trial != trial.trial:
             continue
-        for soak in cert.get("soaks") or []:
-            same = math.isclose(float(soak.get("rate_req_s") or 0.0), rate, rel_tol=1e-6)
-            if soak.get("holds") and same and soak.get("throughput_tok_s"):
-                return float(soak["throughput_tok_s"])
+        for soak in cert.soaks:
+            if soak.holds and math.isclose(soak.rate, rate, rel_tol=1e-6) and soak.throughput_tok_s:
+                return float(soak.throughput_tok_s)
     raise UsageError(
         f"best.json {where} has {CERTIFIED_RATE_KEY} {rate} but no held soak at that rate in {CERTIFICATIONS_KEY}: "
         "the file is incomplete; re-run the certification (tune --resume) to state a cost"
     )
 
 
-def _basis(doc: Mapping[str, Any], trial: Mapping[str, Any] | None, where: str) -> RateBasis | None:
-    if not trial:
+def _basis(doc: StatedFigures, trial: TrialBrief | None, where: str) -> RateBasis | None:
+    if trial is None:
         return None
-    rate = trial.get(CERTIFIED_RATE_KEY)
+    rate = trial.certified_rate_req_s
     if rate is not None:
-        return RateBasis(float(rate), _certified_tok_s(doc, trial, float(rate), where), certified=True)
-    if not trial.get("slo_met") or trial.get("best_rate_req_s") is None:
+        return RateBasis(rate, _certified_tok_s(doc, trial, rate, where), certified=True)
+    if not trial.slo_met or trial.best_rate_req_s is None:
         return None
-    tok_s = ReportSummary.from_dict(trial.get("metrics") or {}).throughput_tok_s  # 0 where not measured
-    return RateBasis(float(trial["best_rate_req_s"]), float(tok_s), certified=False) if tok_s else None
+    tok_s = trial.metrics.throughput_tok_s if trial.metrics is not None else 0.0  # 0 where not measured
+    return RateBasis(trial.best_rate_req_s, float(tok_s), certified=False) if tok_s else None
 
 
-def winner_basis(doc: Mapping[str, Any]) -> RateBasis | None:
+def winner_basis(doc: StatedFigures) -> RateBasis | None:
     """The winner's stated rate (None when no configuration met the SLO)."""
-    return _basis(doc, doc.get("best"), "best")
+    return _basis(doc, doc.best, "best")
 
 
-def baseline_basis(doc: Mapping[str, Any]) -> RateBasis | None:
+def baseline_basis(doc: StatedFigures) -> RateBasis | None:
     """vLLM's defaults' stated rate (None when they did not run or met the SLO at no tested load)."""
-    return _basis(doc, doc.get("baseline"), "baseline")
+    return _basis(doc, doc.baseline, "baseline")
 
 
 @dataclass(frozen=True)
@@ -114,7 +130,7 @@ class Cost:
             f"{self.gpus} GPU x ${self.gpu_hourly_usd:.2f}/h)"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "usd_per_million_output_tokens": self.usd_per_million_output_tokens,
             "rate_req_s": self.basis.rate_req_s,
@@ -126,32 +142,29 @@ class Cost:
         }
 
 
-def _config(trial: Mapping[str, Any] | None) -> ServeConfig | None:
-    return ServeConfig.from_dict(trial["config"]) if trial and trial.get("config") else None
-
-
-def study_costs(doc: Mapping[str, Any], gpu_hourly_usd: float) -> tuple[Cost | None, Cost | None]:
+def study_costs(doc: StatedFigures, gpu_hourly_usd: float) -> tuple[Cost | None, Cost | None]:
     """(winner, vLLM's defaults) at ``gpu_hourly_usd`` per GPU; None where a side has no stated rate."""
     sides = []
     for who, basis, trial in (
-        ("winner", winner_basis(doc), doc.get("best")),
-        ("vLLM's defaults", baseline_basis(doc), doc.get("baseline")),
+        ("winner", winner_basis(doc), doc.best),
+        ("vLLM's defaults", baseline_basis(doc), doc.baseline),
     ):
-        config = _config(trial)
-        sides.append(None if basis is None or config is None else Cost(who, basis, gpu_count(config), gpu_hourly_usd))
+        sides.append(
+            None if basis is None or trial is None else Cost(who, basis, gpu_count(trial.config), gpu_hourly_usd)
+        )
     return sides[0], sides[1]
 
 
-def cost_document(doc: Mapping[str, Any], gpu_hourly_usd: float | None, price_source: str) -> dict[str, Any]:
+def cost_document(doc: StatedFigures, gpu_hourly_usd: float | None, price_source: str) -> dict[str, object]:
     """best.json's ``cost`` block: the price used, its source, and each side's cost (or why none)."""
-    out: dict[str, Any] = {"gpu_hourly_usd": gpu_hourly_usd, "price_source": price_source}
+    out: dict[str, object] = {"gpu_hourly_usd": gpu_hourly_usd, "price_source": price_source}
     if gpu_hourly_usd is None:
         return {**out, "winner": None, "baseline": None}
     winner, baseline = study_costs(doc, gpu_hourly_usd)
     return {**out, "winner": winner and winner.to_dict(), "baseline": baseline and baseline.to_dict()}
 
 
-def cost_lines(doc: Mapping[str, Any], gpu_hourly_usd: float | None, price_source: str) -> list[str]:
+def cost_lines(doc: StatedFigures, gpu_hourly_usd: float | None, price_source: str) -> list[str]:
     """The cost sentences for the report, the console and an export's header."""
     if gpu_hourly_usd is None:
         return [f"cost: not stated ({price_source})"]
@@ -165,7 +178,7 @@ def cost_lines(doc: Mapping[str, Any], gpu_hourly_usd: float | None, price_sourc
     return lines
 
 
-def gpu_price(doc: Mapping[str, Any], override: float | None = None) -> tuple[float | None, str]:
+def gpu_price(doc: StatedFigures, override: float | None = None) -> tuple[float | None, str]:
     """(US$ per GPU-hour, where it comes from): ``override``, else the ``--gpu-price`` the study was tuned
     with (best.json ``settings.gpu_price``), else the profile of the GPU whose speed was measured: with
     memory emulation (best.json ``gpu.emulated_on``) the tokens came from that GPU, not the target."""
@@ -173,18 +186,18 @@ def gpu_price(doc: Mapping[str, Any], override: float | None = None) -> tuple[fl
         if override < 0:
             raise UsageError(f"--gpu-price {override!r}: give US dollars per GPU-hour, >= 0")
         return override, "--gpu-price"
-    tuned_with = (doc.get("settings") or {}).get("gpu_price")
+    tuned_with = doc.settings.gpu_price if doc.settings is not None else None
     if tuned_with is not None:
-        return float(tuned_with), "--gpu-price given to tune"
+        return tuned_with, "--gpu-price given to tune"
 
-    gpu = doc.get("gpu") or {}
-    name = gpu.get("emulated_on") or gpu.get("profile")
-    if not name:
+    gpu = doc.gpu
+    name = (gpu.emulated_on or gpu.profile) if gpu is not None else None
+    if gpu is None or not name:
         return None, "best.json names no GPU profile; pass --gpu-price USD_PER_GPU_HOUR"
-    profile = GPUProfile.load(str(name))
+    profile = GPUProfile.load(name)
     why = f"GPU profile {name}"
-    if gpu.get("emulated_on"):
-        why += f", the GPU measured: {gpu.get('profile')}'s memory was emulated on it"
+    if gpu.emulated_on:
+        why += f", the GPU measured: {gpu.profile}'s memory was emulated on it"
     if profile.hourly_price_usd is None:
         return None, f"{why} states no hourly_price_usd; pass --gpu-price USD_PER_GPU_HOUR"
     return profile.hourly_price_usd, why

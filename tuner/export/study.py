@@ -7,12 +7,11 @@ pinned); ``emulation_differences`` lists what differs so an export can say it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from launch.config import ServeConfig
+from tuner.document.study import StudyDocument
 from tuner.errors import UsageError
 from tuner.export.cost import RateBasis, winner_basis
 
@@ -23,7 +22,7 @@ DEVICE_ENV = ("CUDA_VISIBLE_DEVICES",)
 @dataclass(frozen=True)
 class StudyWinner:
     study_dir: Path
-    doc: dict[str, Any]  # best.json as read (cost.py reads its figures)
+    doc: StudyDocument  # best.json as read (cost.py reads its figures)
     trial: int
     config: ServeConfig
     launched: ServeConfig | None
@@ -36,7 +35,7 @@ class StudyWinner:
     emulated_on: str | None
     vllm_version: str
     vllm_python: str | None
-    model_fingerprint: str | None
+    model_fingerprint: str
     notes: tuple[str, ...]
 
     @property
@@ -59,54 +58,34 @@ class StudyWinner:
         return out
 
 
-def _load(study_dir: Path) -> dict[str, Any]:
-    path = study_dir / "best.json"
-    if not path.is_file():
-        raise UsageError(f"--study {study_dir}: no best.json there; pass the output folder of a finished `tune` run")
-    try:
-        doc = json.loads(path.read_text())
-    except ValueError as exc:
-        raise UsageError(f"{path}: not valid JSON ({exc}); pass the folder of a finished `tune` run") from exc
-    if not isinstance(doc, dict):
-        raise UsageError(f"{path}: expected a JSON object; pass the folder of a finished `tune` run")
-    return doc
-
-
 def read_study(study_dir: str | Path) -> StudyWinner:
     """The winner of ``study_dir``; UsageError when the study has none (no configuration met the SLO)."""
     study_dir = Path(study_dir)
-    doc = _load(study_dir)
-    best = doc.get("best")
-    rate = winner_basis(doc)
-    if not best or not doc.get("slo_met") or rate is None:
+    path = study_dir / "best.json"
+    if not path.is_file():
+        raise UsageError(f"--study {study_dir}: no best.json there; pass the output folder of a finished `tune` run")
+    doc = StudyDocument.from_json(path)
+    best, rate = doc.best, winner_basis(doc)
+    if best is None or not doc.slo_met or rate is None:
         raise UsageError(
-            f"{study_dir / 'best.json'}: no configuration met the SLO ({doc.get('slo')}), so there is nothing to "
+            f"{path}: no configuration met the SLO ({doc.slo}), so there is nothing to "
             "deploy; see report.html for the closest ones"
         )
-    try:
-        config = ServeConfig.from_dict(best["config"])
-        launched = ServeConfig.from_dict(best["launched"]) if best.get("launched") else None
-        gpu, vllm = doc.get("gpu") or {}, doc.get("vllm") or {}
-        return StudyWinner(
-            study_dir=study_dir,
-            doc=doc,
-            trial=int(best["trial"]),
-            config=config,
-            launched=launched,
-            rate=rate,
-            goodput_req_s=float(best["goodput_req_s"]),
-            measured_at=str(doc["created"]),
-            slo=str(doc["slo"]),
-            workload=str(doc["workload"]),
-            gpu_profile=str(gpu["profile"]),
-            emulated_on=gpu.get("emulated_on"),
-            vllm_version=str(vllm["version"]),
-            vllm_python=vllm.get("python"),
-            model_fingerprint=(doc.get("model") or {}).get("fingerprint"),
-            notes=tuple(str(n) for n in doc.get("notes") or ()),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(
-            f"{study_dir / 'best.json'}: missing or malformed field ({exc!r}); it was not written by this "
-            "slotune — re-run `tune --resume` on the study to rewrite it"
-        ) from exc
+    return StudyWinner(
+        study_dir=study_dir,
+        doc=doc,
+        trial=best.trial,
+        config=best.config,
+        launched=best.launched,
+        rate=rate,
+        goodput_req_s=best.goodput_req_s,
+        measured_at=doc.created,
+        slo=doc.slo,
+        workload=doc.workload,
+        gpu_profile=doc.gpu.profile,
+        emulated_on=doc.gpu.emulated_on,
+        vllm_version=doc.vllm.version,
+        vllm_python=doc.vllm.python,
+        model_fingerprint=doc.model.fingerprint,
+        notes=doc.notes,
+    )

@@ -20,6 +20,7 @@ from tuner.certify.confirm import Confirmation
 from tuner.certify.headline import Headline, headline
 from tuner.certify.spec_rule import apply_rule, lost_in_search
 from tuner.certify.summary import Summary, certified_summary, summarize
+from tuner.document.study import CostFigures
 from tuner.export.cost import cost_document, cost_lines, gpu_price
 from tuner.layout import layout_columns
 from tuner.report.company import company
@@ -178,8 +179,9 @@ def write_outputs(
     frame.to_csv(tmp, index=False)
     os.replace(tmp, out / "trials.csv")
     document = with_predictions(best_document(summary, meta, head, certifications), results)
-    price = gpu_price(document)
-    document["cost"] = cost_document(document, *price)  # $ per million output tokens at the stated rates
+    figures = CostFigures.from_dict(json.loads(json.dumps(document, default=str)))  # the figures as written
+    price = gpu_price(figures)
+    document["cost"] = cost_document(figures, *price)  # $ per million output tokens at the stated rates
     atomic_write(out / "best.json", json.dumps(document, indent=2, default=str))
     script = out / "launch.sh"
     if summary.best is not None:
@@ -193,7 +195,7 @@ def write_outputs(
         meta,
         headline=head,
         certifications=certifications or {},
-        cost=cost_lines(document, *price),
+        cost=cost_lines(figures, *price),
     )
     return summary
 
