@@ -92,7 +92,7 @@ def test_outputs_state_the_verdict_and_launch_the_kept_configuration(tmp_path) -
 def test_speculation_that_lost_in_the_search_is_explained_in_best_json_and_the_report(tmp_path) -> None:
     results = [trial(0, ServeConfig(model="/m"), 1.654, base=True), trial(1, NGRAM, 1.2, 0.09)]
     write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, lambda *a, **k: None, write_report)
-    line = json.loads((tmp_path / "best.json").read_text())["speculation"]["line"]
+    line = json.loads((tmp_path / "best.json").read_text())["speculation_lost"]
     assert line == (
         "Speculation was measured and lost in the search: trial 1 (ngram, k=3): acceptance 9.0%, 1.200 req/s; "
         "the best, trial 0, does not speculate (1.654 req/s in the search)"
@@ -100,4 +100,4 @@ def test_speculation_that_lost_in_the_search_is_explained_in_best_json_and_the_r
     assert line in unescape((tmp_path / "report.html").read_text())
     # no speculating trial: nothing to explain
     write_outputs(tmp_path, results[:1], {"slo": "ttft_p95=2s"}, lambda *a, **k: None, write_report)
-    assert "speculation" not in json.loads((tmp_path / "best.json").read_text())
+    assert "speculation_lost" not in json.loads((tmp_path / "best.json").read_text())

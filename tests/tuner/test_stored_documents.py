@@ -106,3 +106,44 @@ def test_the_cli_exits_2_with_the_one_line(command: list[str], tmp_path: Path, c
     assert main([command[0], "--study", str(tmp_path), *command[1:]]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(tmp_path / "best.json") in err[0] and "no key 'best.config'" in err[0], err
+
+
+def test_a_best_json_this_version_writes_reads_back_whole(tmp_path: Path) -> None:
+    """What today's writer puts in best.json (capacities, a --confirm run of capacities beside an older one of
+    goodputs, speculation that lost) is all in the record: a key it missed would fail here, not in a user's retune."""
+    from launch.config import ServeConfig
+    from tuner.certify.confirm import Confirmation
+    from tuner.certify.confirm_store import stored_run, with_confirmations
+    from tuner.report.outputs import summarize, write_outputs
+    from tuner.report.report_html import write_report
+    from tuner.trial.result import COMPLETE, TrialResult
+
+    def trial(n: int, rate: float, **knobs: object) -> TrialResult:
+        cfg = ServeConfig(model="/m", **knobs)  # type: ignore[arg-type]
+        return TrialResult(n, COMPLETE, n == 0, cfg, slo_met=True, goodput_req_s=rate * 0.9, best_rate=rate)
+
+    results = [
+        trial(0, 2.0),
+        trial(1, 3.0, max_num_seqs=64),
+        trial(2, 1.0, speculative_method="ngram", num_speculative_tokens=3),
+    ]
+    old = {"best_trial": 1, "rival_trial": 0, "rival_is_baseline": True, "best_goodput_req_s": [2.7]}
+    old.update(rival_goodput_req_s=[1.8], finished="2026-11-30T10:00:00+00:00", devices=None)
+    runs = [old, stored_run(Confirmation(1, 0, True, (3.1,), (2.1,)), None, "2026-12-02T12:00:00+00:00")]
+    meta = {
+        "created": "2026-12-02T12:00:00+00:00", "slo": "ttft_p95=2s", "workload": "chat", "notes": [],
+        "gpu": {"profile": "cpu", "emulated_on": None, "emulation": None},
+        "model": {"path": "/m", "fingerprint": "f"}, "vllm": {"version": "0.32.0", "python": "python"},
+    }  # fmt: skip
+    meta, confirmation = with_confirmations(meta, runs, summarize(results))
+    write_outputs(tmp_path, results, meta, lambda *a, **k: None, write_report, confirmation=confirmation)
+    raw = json.loads((tmp_path / "best.json").read_text())
+    assert {"best_capacities_req_s", "speculation_lost", "confirmation"} <= raw.keys()
+    doc = StudyDocument.from_json(tmp_path / "best.json")
+    assert reads_back(raw, doc) == []
+    assert (
+        doc.confirmation is not None
+        and doc.confirmation.measure == "capacity"
+        and doc.confirmation.best_req_s == (3.1,)
+    )
+    assert doc.confirmations[0].best_goodput_req_s == (2.7,) and doc.confirmations[1].best_capacity_req_s == (3.1,)

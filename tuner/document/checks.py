@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tuner.certify.certification import Certification
-from tuner.certify.confirm import Confirmation
+from tuner.certify.confirm import CAPACITY, GOODPUT, Confirmation
 from tuner.certify.spec_rule import SpecVerdict
 from tuner.document.parts import trial_state
 from tuner.document.reader import Fields
@@ -19,15 +19,22 @@ def certification(f: Fields) -> Certification:
     return f.record(Certification.from_dict)
 
 
+def _measure(f: Fields) -> str:
+    """What a confirmation measured: capacity, or goodput in files written before capacity ranked."""
+    return CAPACITY if f.has(f"best_{CAPACITY}_req_s") else GOODPUT
+
+
 def confirmation(f: Fields) -> Confirmation:
     """best.json ``confirmation`` (Confirmation.to_dict: the means follow from the runs). Files written before
     --confirm counted calls and devices lack them: Confirmation's own defaults say so (one call, none recorded)."""
+    measure = _measure(f)
     return Confirmation(
         f.integer("best_trial"),
         f.integer("rival_trial"),
         f.flag("rival_is_baseline"),
-        f.numbers("best_goodput_req_s"),
-        f.numbers("rival_goodput_req_s"),
+        f.numbers(f"best_{measure}_req_s"),
+        f.numbers(f"rival_{measure}_req_s"),
+        measure=measure,
         calls=f.integer("calls") if f.has("calls") else 1,
         best_devices=f.texts("best_devices", nulls=True) if f.has("best_devices") else (),
         rival_devices=f.texts("rival_devices", nulls=True) if f.has("rival_devices") else (),
@@ -36,13 +43,16 @@ def confirmation(f: Fields) -> Confirmation:
 
 @dataclass(frozen=True)
 class ConfirmRun:
-    """One --confirm run as the study keeps it (tuner.certify.confirm.stored_run)."""
+    """One --confirm run as the study keeps it (tuner.certify.confirm_store.stored_run): capacities, or goodputs
+    in runs stored before capacity ranked (one pair of the two is None)."""
 
     best_trial: int
     rival_trial: int
     rival_is_baseline: bool
-    best_goodput_req_s: tuple[float, ...]
-    rival_goodput_req_s: tuple[float, ...]
+    best_capacity_req_s: tuple[float, ...] | None
+    rival_capacity_req_s: tuple[float, ...] | None
+    best_goodput_req_s: tuple[float, ...] | None
+    rival_goodput_req_s: tuple[float, ...] | None
     best_devices: tuple[str | None, ...]  # empty: not recorded (runs before devices were)
     rival_devices: tuple[str | None, ...]
     devices: str | None  # --devices as given
@@ -50,12 +60,19 @@ class ConfirmRun:
 
     @classmethod
     def from_fields(cls, f: Fields) -> ConfirmRun:
+        def opt(key: str) -> tuple[float, ...] | None:
+            return f.numbers(key) if f.has(key) else None
+
+        if _measure(f) == GOODPUT:  # one of the two pairs is required
+            f.numbers("best_goodput_req_s")
         return cls(
             f.integer("best_trial"),
             f.integer("rival_trial"),
             f.flag("rival_is_baseline"),
-            f.numbers("best_goodput_req_s"),
-            f.numbers("rival_goodput_req_s"),
+            opt("best_capacity_req_s"),
+            opt("rival_capacity_req_s"),
+            opt("best_goodput_req_s"),
+            opt("rival_goodput_req_s"),
             f.texts("best_devices", nulls=True) if f.has("best_devices") else (),
             f.texts("rival_devices", nulls=True) if f.has("rival_devices") else (),
             f.opt_text("devices"),

@@ -72,7 +72,9 @@ class StudyDocument:
     certified_rate_req_s: float | None  # the best's, where a soak certified it
     headline: StatedHeadline | None  # None: written before the headline existed
     best: TrialBrief | None  # None: no configuration met the SLO
-    best_goodputs_req_s: tuple[float, ...] | None  # every measurement of the best's configuration
+    best_capacities_req_s: tuple[float, ...] | None  # every measurement of the best's configuration (what ranks)
+    best_capacity_mean_req_s: float | None
+    best_goodputs_req_s: tuple[float, ...] | None  # the same measurements' goodput
     best_goodput_mean_req_s: float | None
     baseline: TrialBrief | None  # vLLM's defaults (None: they did not run)
     gain_over_baseline: float | None
@@ -85,7 +87,8 @@ class StudyDocument:
     confirmations: tuple[ConfirmRun, ...]  # every --confirm run
     confirmation: Confirmation | None  # those of the current best and rival, merged
     sample_answer: StoredAnswer | None
-    speculation: SpecVerdict | None
+    speculation: SpecVerdict | None  # the rule's verdict on a speculating best
+    speculation_lost: str | None  # what speculating trials measured when the best does not speculate
     predictions: tuple[Prediction, ...]  # tune --predict
     prediction_median_abs_error: float | None
     cost: CostBlock | None
@@ -118,6 +121,8 @@ class StudyDocument:
             certified_rate_req_s=f.opt_number("certified_rate_req_s"),
             headline=_opt(f, "headline", StatedHeadline.from_fields),
             best=_opt(f, "best", TrialBrief.from_fields),
+            best_capacities_req_s=f.numbers("best_capacities_req_s") if f.has("best_capacities_req_s") else None,
+            best_capacity_mean_req_s=f.opt_number("best_capacity_mean_req_s"),
             best_goodputs_req_s=f.numbers("best_goodputs_req_s") if f.has("best_goodputs_req_s") else None,
             best_goodput_mean_req_s=f.opt_number("best_goodput_mean_req_s"),
             baseline=_opt(f, "baseline", TrialBrief.from_fields),
@@ -132,6 +137,7 @@ class StudyDocument:
             confirmation=_opt(f, "confirmation", confirmation),
             sample_answer=_opt(f, "sample_answer", StoredAnswer.from_fields),
             speculation=_opt(f, "speculation", speculation),
+            speculation_lost=f.opt_text("speculation_lost"),
             predictions=_each(f, "predictions", Prediction.from_fields),
             prediction_median_abs_error=f.opt_number("prediction_median_abs_error"),
             cost=_opt(f, "cost", CostBlock.from_fields),

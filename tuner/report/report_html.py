@@ -62,10 +62,10 @@ def _certifications(certs: Mapping[int, Certification]) -> str:
 def _speculation(meta: dict[str, Any]) -> str:
     """The speculation rule's verdict (tuner.certify.spec_rule), or what speculating trials measured when the
     best does not speculate."""
-    spec = meta.get("speculation")
-    if not spec:
+    spec, lost = meta.get("speculation"), meta.get("speculation_lost")
+    if not spec and not lost:
         return ""
-    return f"<h2>Speculative decoding</h2><p>{escape(str(spec['line']))}</p>"
+    return f"<h2>Speculative decoding</h2><p>{escape(str(spec['line'] if spec else lost))}</p>"
 
 
 def _sample(meta: dict[str, Any]) -> str:
