@@ -100,12 +100,16 @@ def open_run(
     fingerprint = fingerprint or model_fingerprint(inp.model_dir)
     base = base_config(inp)
     sctx = space_context(inp, base, quantized or s.quantized_model)
+    for note in sctx.notes():  # what the space leaves out (speculation with random weights), said once
+        progress.say(note)
     study = open_study(storage_url(s), resume=s.resume, seed=s.seed, must_exist=s.resume)
     check_same_study(study, study_defines(inp, fingerprint))
     enqueue_first(study, warm_start or [], baseline=True)
     scheduler = scheduler_of(s, sctx)
     tctx = replace(trial_context(inp, inp.out / "logs"), rules=scheduler.rules)
-    outputs = StudyOutputs(inp, metadata(inp, versions, fingerprint), fingerprint, tctx.server_nice, progress, study)
+    outputs = StudyOutputs(
+        inp, metadata(inp, versions, fingerprint, sctx.notes()), fingerprint, tctx.server_nice, progress, study
+    )
     # the best goodput so far, for cutting a hopeless trial short after its probe (tuner.trial.measuring)
     tctx = replace(tctx, best_goodput=lambda: outputs.best_goodput)
     run_one = trial_job(base, sctx, tctx, progress, run)

@@ -179,6 +179,33 @@ def test_a_resumed_search_launches_each_unseen_family_once(tmp_path):
     assert len(results) == 5 and [r.number for r in results if r.config.speculative_method] == [2]
 
 
+def test_random_weights_spend_no_launch_on_speculation(tmp_path):
+    # --load-format dummy: no unseen speculative family in the sample, so every launch after the defaults is a
+    # prediction (the first H200 run spent two of its four launches on ngram, which random weights never accept)
+    dummy = SpaceContext(
+        base=ServeConfig(model="/m", load_format="dummy"), min_model_len=1000, model_max_len=4096, is_cpu=True
+    )
+    assert not any(c.speculative_method for c in sample_space(dummy, 60, 0))
+    fake = FakeModel(bias=lambda c: 0.5)  # never trusted to stop: every launch up to --trials
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=4, predict=True, predict_sample=60)
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+
+    def run_one(trial, device):
+        baseline = bool(trial.user_attrs.get("is_baseline"))
+        config = dummy.base if baseline else suggest_config(trial, dummy)
+        return TrialResult(
+            trial.number, COMPLETE, baseline, config, slo_met=True, goodput_req_s=truth(config), best_rate=truth(config)
+        )
+
+    lines: list[str] = []
+    run_predicted(study, settings, dummy, fake.model(), run_one, lambda st: None, lines.append)
+    results = results_of(study)
+    assert len(results) == 4 and not any(r.config.speculative_method for r in results)
+    assert all(r.extra[PREDICTED_ATTR]["predicted_capacity_req_s"] for r in results if not r.is_baseline)
+    assert not any("not calibrated" in line for line in lines), lines
+
+
 def test_sample_space_draws_distinct_configs_that_the_params_reproduce():
     import optuna
 
