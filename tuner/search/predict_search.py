@@ -171,8 +171,8 @@ def guided_search(
         if pick is None:
             say(f"--predict: no more launches: {stop}")
             break
-        if budget is not None and durations and statistics.median(durations) > budget.left():
-            say("--predict: time budget nearly spent: no new trial starts (resume to continue)")
+        if budget is not None and (why := _no_time(budget, durations or launch_seconds(results_of(study)))):
+            say(f"--predict: {why}: no new trial starts (resume to continue)")
             break
         study.enqueue_trial(configs[pick.config], user_attrs={PREDICTED_ATTR: prediction_attr(pick)})
         what = f"not predicted: {pick.unseen}"
@@ -193,6 +193,31 @@ def guided_search(
         reranked = model.rank([p.config for p in queue.predicted[:RERANK]], cal)
         queue = Queue((*reranked, *queue.predicted[RERANK:]), queue.unseen)
     return ran
+
+
+def _no_time(budget: TimeBudget, launches: Sequence[float]) -> str | None:
+    """Why a launch starting now would not finish inside the time budget, or None. ``launches``: how long this
+    run's launches took (a server's start and its measurement), else the study's launched trials (a resumed call:
+    the defaults' launch, say). A launch that cannot finish would only start a server for the budget's gate to stop
+    unmeasured (tuner.trial.time_budget), so none starts when a typical launch, or a typical measurement of this run,
+    no longer fits in what is left."""
+    left = budget.left()
+    if launches and (typical := statistics.median(launches)) > left:
+        return f"time budget nearly spent ({max(left, 0.0):.0f} s left, a launch takes {typical:.0f} s here)"
+    if budget.overrun() is not None:
+        return f"time budget nearly spent ({max(left, 0.0):.0f} s left, less than a measurement takes here)"
+    return None
+
+
+def launch_seconds(results: Sequence[TrialResult]) -> list[float]:
+    """Each launched trial's start-to-stop time from its timeline (trials an older slotune stored have none)."""
+    out = []
+    for r in results:
+        t = r.timeline or {}
+        began, ended = t.get("launched"), t.get("stopped")
+        if isinstance(began, int | float) and isinstance(ended, int | float) and ended > began:
+            out.append(float(ended - began))
+    return out
 
 
 def run_predicted(
