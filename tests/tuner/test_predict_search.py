@@ -228,6 +228,23 @@ def test_a_resumed_call_judges_its_first_launch_by_the_studys_launches(tmp_path)
     assert any("time budget nearly spent (140 s left, a launch takes 150 s here)" in x for x in lines), lines
 
 
+def test_a_resumed_call_with_nothing_left_to_launch_ranks_nothing(tmp_path):
+    # on the H200 (results/h200-llama-3-8b-a30-predict-2026-12-02-b) the call that only certified spent 33 s ranking
+    fake = FakeModel()
+    ranked: list[int] = []
+    model = Model(fake.calibrate, lambda configs, cal: ranked.append(len(configs)) or fake.rank(configs, cal))
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=2, predict=True, predict_sample=20)
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+    run_predicted(study, settings, SCTX, model, fake_run_one, lambda st: None, lambda line: None)
+    assert len(results_of(study)) == 2 and ranked
+    ranked.clear()
+    lines: list[str] = []
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=True, seed=0)
+    assert run_predicted(study, settings, SCTX, model, fake_run_one, lambda st: None, lines.append) == 0
+    assert ranked == [] and "nothing to rank or launch" in lines[-1]
+
+
 def test_random_weights_spend_no_launch_on_speculation(tmp_path):
     # --load-format dummy: no unseen speculative family in the sample, so every launch after the defaults is a
     # prediction (the first H200 run spent two of its four launches on ngram, which random weights never accept)

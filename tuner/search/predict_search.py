@@ -155,6 +155,9 @@ def guided_search(
     if base is None or measured_rate(base) is None:
         say("--predict: vLLM's defaults measured no capacity to calibrate on; the search goes on unguided")
         return ran + run_until(total)
+    if len(finished(study)) >= total:  # nothing left to launch (a resumed call that certifies): no ranking
+        say(f"--predict: the study holds {total} finished trials (--trials): nothing to rank or launch")
+        return ran
     stored = study.user_attrs.get(CALIBRATION_ATTR)
     cal = Calibration.from_dict(stored) if stored else model.calibrate([base], None)
     measured = [r for r in results_of(study) if r.number in cal.trials and r.number != base.number]
