@@ -107,6 +107,8 @@ def open_run(
     progress.say(f"resolved settings: {s.public_dict()}")
     versions = versions or collect_versions(s.vllm_python)
     fingerprint = fingerprint or model_fingerprint(inp.model_dir)
+    for note in sctx.notes():  # what the space leaves out (speculation with random weights), said once
+        progress.say(note)
     study = open_study(storage_url(s), resume=s.resume, seed=s.seed, must_exist=s.resume)
     check_same_study(study, study_defines(inp, fingerprint))
     if tried and study.get_trials(deepcopy=False):
@@ -114,8 +116,10 @@ def open_run(
     enqueue_first(study, tried + (warm_start or []), baseline=True)
     scheduler = scheduler_of(s, sctx)
     tctx = replace(trial_context(inp, inp.out / "logs"), rules=scheduler.rules)
-    outputs = StudyOutputs(inp, metadata(inp, versions, fingerprint), fingerprint, tctx.server_nice, progress, study)
-    # the best goodput so far, for cutting a hopeless trial short after its probe (tuner.trial.measuring)
+    outputs = StudyOutputs(
+        inp, metadata(inp, versions, fingerprint, sctx.notes()), fingerprint, tctx.server_nice, progress, study
+    )
+    # the best capacity so far, for cutting a hopeless trial short after its probe (tuner.trial.measuring)
     tctx = replace(tctx, best_capacity=lambda: outputs.best_capacity)
     run_one = trial_job(base, sctx, tctx, progress, run)
     return TuneRun(inp, study, sctx, tctx, scheduler, progress, outputs, run_one)

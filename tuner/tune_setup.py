@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -99,7 +99,11 @@ def scheduler_of(settings: TuneSettings, sctx: SpaceContext) -> Scheduler:
     return Scheduler.for_devices(devices, overlap=settings.overlap_startup, layouts=bool(sctx.layouts), budget=budget)
 
 
-def metadata(inp: Inputs, versions: dict[str, Any], fingerprint: str) -> dict[str, Any]:
+def metadata(
+    inp: Inputs, versions: dict[str, Any], fingerprint: str, space_notes: Sequence[str] = ()
+) -> dict[str, Any]:
+    """What every output carries about the run; ``space_notes``: what the search space left out and why
+    (SpaceContext.notes), after the inputs' notes."""
     return {
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "settings": inp.settings.public_dict(),
@@ -113,7 +117,7 @@ def metadata(inp: Inputs, versions: dict[str, Any], fingerprint: str) -> dict[st
         "model": {"path": str(inp.model_dir), "fingerprint": fingerprint},
         "vllm": {"version": inp.vllm.version, "python": inp.vllm.python},
         "versions": versions,
-        "notes": list(inp.notes),
+        "notes": [*inp.notes, *space_notes],
     }
 
 

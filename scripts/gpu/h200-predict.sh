@@ -6,9 +6,17 @@
 # vLLM comes over in parts, each carried in its own folder by one call (.xs0/part00, .xs1/part01, then
 # .xs2/part02 and .xs2/gpu-cache.tgz with this script's call): every part is copied to /tmp/stage, and once
 # all are there they are unpacked (../shared/gpu/README.md).
-# The study lives in /tmp/predict-keep between calls on one machine (the working tree is sent again with each
+# The study lives in /tmp/keep-<its folder name> between calls on one machine (the working tree is sent again with each
 # call); a call on a fresh machine resumes from results/h200-llama-3-8b-a30-predict/study.db when that is there.
 # PREDICT_SAMPLE: --predict-sample (default 60: each call ranks the sample again, ~0.5-1 s a configuration). SOAK: --soak-seconds (default 0: nothing certified).
+# CERTIFY=all|best|baseline: tune --certify (whom the soaks certify). Certifications are stored only once done, so a
+#   call that certifies must have the time for every soak (a miss steps down: another soak on the same server).
+# CERTIFY_IF_LEFT=S: tune searches without soaks; once the search is over (TRIALS trials, or --predict stopped it) and
+#   S seconds of HARD_LIMIT_S are left, a second tune call (resumed, nothing left to launch) certifies with SOAK.
+# PREDICT_OUT: the study's folder (default results/h200-llama-3-8b-a30-predict); it is kept in /tmp/keep-<its name>.
+# CROSSCHECK_IF_LEFT=S: after tune, when at least S seconds of HARD_LIMIT_S are left and best.json states a certified
+#   rate, scripts/gpu/h200-crosscheck.sh holds the winner's launched configuration at CROSSCHECK_FACTOR (0.95) x that
+#   rate for CROSSCHECK_SECONDS (120) under vLLM's own benchmark client; TRIALS 0 skips tune and runs only that.
 # GRID_BEST_IF_LEFT=S: after tune, when at least S seconds of HARD_LIMIT_S are left, the A30 grid's best point
 #   (max_num_seqs 512, fp8 KV, the rest vLLM's defaults) is measured once under today's protocol with
 #   bench/search_vs_grid.py (a one-point grid, compared with this study), so "% of the grid's best" can be
@@ -29,24 +37,65 @@ if [ ! -d /tmp/gpusite/vllm ]; then
   cat /tmp/stage/part* | tar -xJ -C /tmp && log "unpacked vLLM"
 fi
 [ -f .xs2/gpu-cache.tgz ] && [ ! -d ~/.cache/vllm ] && tar -xzf .xs2/gpu-cache.tgz -C ~ && log "restored compile caches"
-[ "$trials" = 0 ] && exit 0  # staging only
+[ "$trials" = 0 ] && [ -z "${CROSSCHECK_IF_LEFT:-}" ] && exit 0  # staging only
 source scripts/gpu/h200-env.sh
-out=results/h200-llama-3-8b-a30-predict
-keep=/tmp/predict-keep
+out="${PREDICT_OUT:-results/h200-llama-3-8b-a30-predict}"
+keep="/tmp/keep-$(basename "$out")"
 mkdir -p "$out" "$keep"
 [ -f "$keep/study.db" ] && cp "$keep/study.db" "$out/study.db" && log "study from $keep (this machine's last call)"
 args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms"
       --gpu a30 --emulate-on auto --level-seconds 8 --trials "$trials" --out "$out" --time-budget "$budget"
-      --predict --predict-sample "${PREDICT_SAMPLE:-60}" --soak-seconds "${SOAK:-0}")
-[ -f "$out/study.db" ] && args+=(--resume)
+      --predict --predict-sample "${PREDICT_SAMPLE:-60}")
+[ -n "${CERTIFY:-}" ] && args+=(--certify "$CERTIFY")
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 stamp=$(mktemp)
-log "tune ${args[*]}"
-timeout --signal=INT --kill-after=30 "$(( hard - $(el) ))" python3 -m tuner.cli "${args[@]}" 2>&1 \
-  | tee /tmp/tune-predict.log
-rc=${PIPESTATUS[0]}
-log "tune exit code: $rc"
-cp "$out/study.db" "$keep/study.db" 2>/dev/null
+rc=-
+: > /tmp/tune-predict.log
+tune() {  # SOAK_S: one tune call, resumed when the study is there, stopped by SIGINT at HARD_LIMIT_S
+  local more=(--soak-seconds "$1"); [ -f "$out/study.db" ] && more+=(--resume)
+  log "tune ${args[*]} ${more[*]}"
+  timeout --signal=INT --kill-after=30 "$(( hard - $(el) ))" python3 -m tuner.cli "${args[@]}" "${more[@]}" 2>&1 \
+    | tee -a /tmp/tune-predict.log
+  rc=${PIPESTATUS[0]}
+  log "tune exit code: $rc"
+  cp "$out/study.db" "$keep/study.db" 2>/dev/null
+  for f in trials.csv best.json launch.sh report.html; do [ -f "$out/$f" ] && cp "$out/$f" "$keep/"; done
+}
+searched() {  # the search is over: TRIALS trials finished, or --predict said no more launches
+  grep -q -- "--predict: no more launches" /tmp/tune-predict.log && return 0
+  python3 -c "import sys
+from tuner.search.study import finished, open_study
+s = open_study('sqlite:///$PWD/$out/study.db', resume=True, seed=0, must_exist=True)
+sys.exit(0 if len(finished(s)) >= $trials else 1)" 2>/dev/null
+}
+if [ "$trials" != 0 ]; then
+  if [ -n "${CERTIFY_IF_LEFT:-}" ]; then
+    # the search without soaks; then, once it is over and CERTIFY_IF_LEFT s are left, the soaks (SOAK s each)
+    # in a second tune call that has the time for them: a certification cut short is lost
+    tune 0
+    left=$(( hard - $(el) ))
+    if [ "$rc" = 0 ] || [ "$rc" = 1 ]; then
+      if searched && [ "$left" -ge "$CERTIFY_IF_LEFT" ]; then
+        log "certifying: the search is over and $left s are left"
+        tune "${SOAK:-90}"
+      else
+        log "not certifying in this call: $left s left (CERTIFY_IF_LEFT $CERTIFY_IF_LEFT), search over: $(searched && echo yes || echo no)"
+      fi
+    fi
+  else
+    tune "${SOAK:-0}"
+  fi
+fi
+[ -f "$out/best.json" ] || { [ -f "$keep/best.json" ] && cp "$keep/best.json" "$out/best.json"; }
+left=$(( hard - $(el) ))
+if [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ "$left" -ge "$CROSSCHECK_IF_LEFT" ] && [ -f "$out/best.json" ]; then
+  log "cross-check with vllm bench ($left s left)"
+  bash scripts/gpu/h200-crosscheck.sh "$out" "${CROSSCHECK_FACTOR:-0.95}" "${CROSSCHECK_SECONDS:-120}" \
+    "$(( left - 15 ))" /tmp/crosscheck
+  log "cross-check exit code: $?"
+elif [ -n "${CROSSCHECK_IF_LEFT:-}" ]; then
+  log "cross-check skipped: $left s left, under $CROSSCHECK_IF_LEFT"
+fi
 left=$(( hard - $(el) ))
 if [ -n "${GRID_BEST_IF_LEFT:-}" ] && [ "$left" -ge "$GRID_BEST_IF_LEFT" ] && [ -f "$out/best.json" ]; then
   log "the A30 grid's best point, measured once under today's protocol ($left s left)"
@@ -59,7 +108,9 @@ if [ -n "${GRID_BEST_IF_LEFT:-}" ] && [ "$left" -ge "$GRID_BEST_IF_LEFT" ] && [ 
 fi
 if [ -n "${OUT:-}" ]; then
   k=/tmp/pack && rm -rf "$k" && mkdir -p "$k"
-  for f in trials.csv best.json launch.sh report.html study.db; do [ -f "$out/$f" ] && cp "$out/$f" "$k/"; done
+  for f in trials.csv best.json launch.sh report.html study.db; do
+    if [ -f "$out/$f" ]; then cp "$out/$f" "$k/"; elif [ -f "$keep/$f" ]; then cp "$keep/$f" "$k/"; fi
+  done
   header="### H200 call of $(date -u +%Y-%m-%dT%H:%MZ) (h200-predict.sh $*; tune exit code $rc)"
   { [ -f "$keep/tune.log" ] && cat "$keep/tune.log"; echo "$header"; tail -c 2000000 /tmp/tune-predict.log; } \
     > "$k/tune.log"
@@ -70,6 +121,7 @@ if [ -n "${OUT:-}" ]; then
       | cut -c1-400; } > "$k/memory-lines.txt" || true
   cp "$k/memory-lines.txt" "$keep/memory-lines.txt"
   [ -d /tmp/grid-best ] && cp -r /tmp/grid-best "$k/grid-best" && rm -rf "$k/grid-best/grid-logs"
+  [ -d /tmp/crosscheck ] && cp -r /tmp/crosscheck "$k/crosscheck"
   tar -czf "$OUT/predict.tgz" -C "$k" .
   log "packed $(du -h "$OUT/predict.tgz" | cut -f1)"
 fi

