@@ -41,7 +41,7 @@ ci: lint check
 check: install install-llmc
 	$(HEAVY_ENV) $(PYTEST) -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not $(LONG)" --durations=10
 unit: install
-	$(PYTEST) -q -n 2 -m "$(FAST)"
+	$(PYTEST) -q -n 2 --dist loadgroup --no-loadscope-reorder -m "$(FAST)"
 core: install install-llmc
 	$(HEAVY_ENV) $(PYTEST) -q -m "$(CORE)" --durations=10
 
@@ -53,7 +53,7 @@ test-long: install install-quantize
 
 # No server, no quantization, no PostgreSQL: under a minute on 2 cores (docs/testing.md).
 test-fast: install
-	$(PYTEST) -q -n 2 -m "$(FAST)" --durations=5
+	$(PYTEST) -q -n 2 --dist loadgroup --no-loadscope-reorder -m "$(FAST)" --durations=5
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy tuner launch loadtest perfmodel
