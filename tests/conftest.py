@@ -21,10 +21,12 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from launch.server import LaunchedServer
+if TYPE_CHECKING:  # launch.server imports httpx: not at every pytest start (the controller's included)
+    from launch.server import LaunchedServer
 
 REQUIRE_ALL = os.environ.get("SLOTUNE_REQUIRE_ALL") == "1"
 UNIT_TIMEOUT_S = 60
