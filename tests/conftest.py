@@ -42,6 +42,17 @@ UNIT_SHARED_SETUP = (
     "tests/export/test_validate.py",
     "tests/test_cli_properties.py",
 )
+# unit modules that hold the longest unit tests (2-5 s each, docs/testing.md): started right after the unit
+# groups, so that the two workers end on short tests rather than one of these
+UNIT_LONGEST = (
+    "tests/tuner/test_study_storage.py",
+    "tests/tuner/test_resume_faults.py",
+    "tests/perfmodel/test_perfmodel_rank.py",
+    "tests/loadtest/test_steady.py",
+    "tests/launch/test_launch_script.py",
+    "tests/tuner/test_hopeless.py",
+    "tests/perfmodel/test_perfmodel_committed_studies.py",
+)
 # fixtures that start a server or run a quantization, and the marker a test using them must carry
 NEEDS_MARKER = {
     "tiny_server": "vllm",
@@ -118,7 +129,7 @@ def _shared_setup(item: pytest.Item) -> str | None:
 def _start_order(item: pytest.Item) -> int:
     """Longest chains first (``make ci`` and ``make test-fast`` run ``--dist loadgroup
     --no-loadscope-reorder``): a worker takes the next group in this order as it frees up; the unit tests
-    come last and fill in behind, the grouped ones first."""
+    come last and fill in behind, the grouped ones first, then the longest."""
     group = _shared_setup(item)
     if group in SHARED_SETUP:
         return SHARED_SETUP.index(group)
@@ -126,7 +137,9 @@ def _start_order(item: pytest.Item) -> int:
         return len(SHARED_SETUP)
     if any(item.get_closest_marker(m) for m in HEAVY_MARKERS):
         return len(SHARED_SETUP) + 1
-    return len(SHARED_SETUP) + (2 if group is not None else 3)
+    if group is not None:
+        return len(SHARED_SETUP) + 2
+    return len(SHARED_SETUP) + (3 if item.nodeid.split("::", 1)[0] in UNIT_LONGEST else 4)
 
 
 @pytest.fixture(scope="session")
