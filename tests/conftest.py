@@ -35,12 +35,14 @@ HEAVY_MARKERS = ("vllm", "quantize", "postgres")
 # heavy tests that share an expensive module- or session-scoped fixture (a study, quantization outputs) run on
 # one worker, in this order (longest chain first); docs/testing.md has the times
 SHARED_SETUP = ("tests/test_e2e_slice.py", "tests/quantize/", "tests/test_e2e_tune.py", "tests/budget/test_vllm_cpu.py")
-# unit modules whose module-scoped fixture is worth building once, not once per worker (the fake server's 4 s
-# of load, one start of each validator over every study, the property tests' warm-up): each is a group
+# unit modules whose setup is worth paying once, not once per worker (the fake server's 4 s of load, one start
+# of each validator over every study, the property tests' warm-up, transformers' import for the tokenizer
+# tests): each is a group
 UNIT_SHARED_SETUP = (
     "tests/loadtest/test_timing_socket.py",
     "tests/export/test_validate.py",
     "tests/test_cli_properties.py",
+    "tests/loadtest/test_workload.py",
 )
 # unit modules that hold the longest unit tests (2-5 s each, docs/testing.md): started right after the unit
 # groups, so that the two workers end on short tests rather than one of these
