@@ -9,6 +9,10 @@ FAST = not vllm and not quantize and not postgres
 CORE = (vllm or quantize or postgres) and not long
 LONG = long
 HEAVY_ENV = SLOTUNE_QUANTIZE_PYTHON=$(abspath $(QVENV))/bin/python SLOTUNE_AUTOAWQ_PYTHON=$(abspath $(AVENV))/bin/python
+# uv installs no bytecode, and this machine's environment sets PYTHONDONTWRITEBYTECODE: every Python process
+# (pytest's workers, the tests' interpreters, vLLM) then compiled its imports again. Unset, the first import of a
+# module writes its .pyc (.ci/run unsets it too; docs/testing.md has what it costs).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install install-quantize install-llmc install-awq demo ci check unit core test test-long test-fast lint
 
