@@ -9,6 +9,10 @@ FAST = not vllm and not quantize and not postgres
 CORE = (vllm or quantize or postgres) and not long
 LONG = long
 HEAVY_ENV = SLOTUNE_QUANTIZE_PYTHON=$(abspath $(QVENV))/bin/python SLOTUNE_AUTOAWQ_PYTHON=$(abspath $(AVENV))/bin/python
+# uv installs no bytecode, and this machine's environment sets PYTHONDONTWRITEBYTECODE: every Python process
+# (pytest's workers, the tests' interpreters, vLLM) then compiled its imports again. Unset, the first import of a
+# module writes its .pyc (.ci/run unsets it too; docs/testing.md has what it costs).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install install-quantize install-llmc install-awq demo ci check unit core test test-long test-fast lint
 
@@ -41,7 +45,7 @@ ci: lint check
 check: install install-llmc
 	$(HEAVY_ENV) $(PYTEST) -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not $(LONG)" --durations=10
 unit: install
-	$(PYTEST) -q -n 2 -m "$(FAST)"
+	$(PYTEST) -q -n 2 --dist loadgroup --no-loadscope-reorder -m "$(FAST)"
 core: install install-llmc
 	$(HEAVY_ENV) $(PYTEST) -q -m "$(CORE)" --durations=10
 
@@ -53,7 +57,7 @@ test-long: install install-quantize
 
 # No server, no quantization, no PostgreSQL: under a minute on 2 cores (docs/testing.md).
 test-fast: install
-	$(PYTEST) -q -n 2 -m "$(FAST)" --durations=5
+	$(PYTEST) -q -n 2 --dist loadgroup --no-loadscope-reorder -m "$(FAST)" --durations=5
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy tuner launch loadtest perfmodel

@@ -21,10 +21,12 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from launch.server import LaunchedServer
+if TYPE_CHECKING:  # launch.server imports httpx: not at every pytest start (the controller's included)
+    from launch.server import LaunchedServer
 
 REQUIRE_ALL = os.environ.get("SLOTUNE_REQUIRE_ALL") == "1"
 UNIT_TIMEOUT_S = 60
@@ -33,6 +35,26 @@ HEAVY_MARKERS = ("vllm", "quantize", "postgres")
 # heavy tests that share an expensive module- or session-scoped fixture (a study, quantization outputs) run on
 # one worker, in this order (longest chain first); docs/testing.md has the times
 SHARED_SETUP = ("tests/test_e2e_slice.py", "tests/quantize/", "tests/test_e2e_tune.py", "tests/budget/test_vllm_cpu.py")
+# unit modules whose setup is worth paying once, not once per worker (the fake server's 4 s of load, one start
+# of each validator over every study, the property tests' warm-up, transformers' import for the tokenizer
+# tests): each is a group
+UNIT_SHARED_SETUP = (
+    "tests/loadtest/test_timing_socket.py",
+    "tests/export/test_validate.py",
+    "tests/test_cli_properties.py",
+    "tests/loadtest/test_workload.py",
+)
+# unit modules that hold the longest unit tests (2-5 s each, docs/testing.md): started right after the unit
+# groups, so that the two workers end on short tests rather than one of these
+UNIT_LONGEST = (
+    "tests/tuner/test_study_storage.py",
+    "tests/tuner/test_resume_faults.py",
+    "tests/perfmodel/test_perfmodel_rank.py",
+    "tests/loadtest/test_steady.py",
+    "tests/launch/test_launch_script.py",
+    "tests/tuner/test_hopeless.py",
+    "tests/perfmodel/test_perfmodel_committed_studies.py",
+)
 # fixtures that start a server or run a quantization, and the marker a test using them must carry
 NEEDS_MARKER = {
     "tiny_server": "vllm",
@@ -73,9 +95,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """A heavy test's pytest-xdist group, set as it is collected (pytest-xdist reads the markers in its own
-    ``pytest_collection_modifyitems``, which may run before ours). Other tests have none: each goes to
-    whichever worker is free."""
+    """A test's pytest-xdist group (``_shared_setup``), set as it is collected (pytest-xdist reads the markers
+    in its own ``pytest_collection_modifyitems``, which may run before ours). Other tests have none: each goes
+    to whichever worker is free."""
     group = _shared_setup(item)
     if group is not None:
         item.add_marker(pytest.mark.xdist_group(group))
@@ -95,25 +117,31 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _shared_setup(item: pytest.Item) -> str | None:
-    """The setup a heavy test shares with others: ``tiny_server`` (one compile-path server per run, not one
-    per worker), or a module's or package's fixtures listed in SHARED_SETUP; None for the rest."""
+    """The setup a test shares with others: ``tiny_server`` (one compile-path server per run, not one per
+    worker), a heavy module's or package's fixtures listed in SHARED_SETUP, or a unit module's listed in
+    UNIT_SHARED_SETUP; None for the rest."""
+    path = item.nodeid.split("::", 1)[0]
     if not any(item.get_closest_marker(m) for m in HEAVY_MARKERS):
-        return None
+        return path if path in UNIT_SHARED_SETUP else None
     if "tiny_server" in getattr(item, "fixturenames", ()):
         return "tiny_server"
-    path = item.nodeid.split("::", 1)[0]
     return next((prefix for prefix in SHARED_SETUP if path.startswith(prefix)), None)
 
 
 def _start_order(item: pytest.Item) -> int:
-    """Longest chains first (``make ci`` runs ``--dist loadgroup --no-loadscope-reorder``): a worker takes
-    the next group in this order as it frees up; the unit tests come last and fill in behind."""
+    """Longest chains first (``make ci`` and ``make test-fast`` run ``--dist loadgroup
+    --no-loadscope-reorder``): a worker takes the next group in this order as it frees up; the unit tests
+    come last and fill in behind, the grouped ones first, then the longest."""
     group = _shared_setup(item)
     if group in SHARED_SETUP:
         return SHARED_SETUP.index(group)
     if group == "tiny_server":
         return len(SHARED_SETUP)
-    return len(SHARED_SETUP) + (1 if any(item.get_closest_marker(m) for m in HEAVY_MARKERS) else 2)
+    if any(item.get_closest_marker(m) for m in HEAVY_MARKERS):
+        return len(SHARED_SETUP) + 1
+    if group is not None:
+        return len(SHARED_SETUP) + 2
+    return len(SHARED_SETUP) + (3 if item.nodeid.split("::", 1)[0] in UNIT_LONGEST else 4)
 
 
 @pytest.fixture(scope="session")

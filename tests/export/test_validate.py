@@ -11,11 +11,14 @@ Each validator is also shown to reject a broken document, so none of these can p
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +31,10 @@ from tuner.export.formats import export_study
 
 STUDIES = committed_gpu_studies()
 HELP_026 = str(HELP["0.26.0"])
+Completed = subprocess.CompletedProcess[str]
 
 
+@functools.cache  # one import in a child per module and worker, not one per call (~0.3-1 s each)
 def _has(module: str) -> bool:
     return subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode == 0
 
@@ -79,14 +84,15 @@ def helm_schema(strict_keys: bool) -> Any:
     return strict(schema)
 
 
-def check_jsonschema(schema: list[str], doc: Path) -> subprocess.CompletedProcess[str]:
+def check_jsonschema(schema: list[str], docs: list[Path]) -> subprocess.CompletedProcess[str]:
+    """check-jsonschema over several files at once, its report as JSON (``-v``: with the files that passed)."""
     require(_has("check_jsonschema"), "check-jsonschema (pip install 'slotune[dev]')")
-    return _run(sys.executable, "-m", "check_jsonschema", *schema, str(doc))
+    return _run(sys.executable, "-m", "check_jsonschema", *schema, "-v", "-o", "json", *map(str, docs))
 
 
-def kubernetes_validate(doc: Path) -> subprocess.CompletedProcess[str]:
+def kubernetes_validate(docs: list[Path]) -> subprocess.CompletedProcess[str]:
     require(_has("kubernetes_validate"), "kubernetes-validate (pip install 'slotune[dev]')")
-    return _run(sys.executable, "-m", "kubernetes_validate", "--strict", str(doc))
+    return _run(sys.executable, "-m", "kubernetes_validate", "--strict", *map(str, docs))
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -101,19 +107,62 @@ def _broken(text: str, change) -> str:  # noqa: ANN001 - a function that edits t
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 
-@pytest.mark.parametrize("study", STUDIES, ids=str)
-def test_kubernetes_manifests_validate(study: Path, tmp_path: Path) -> None:
-    text = export_study(ROOT / study, "kubernetes", vllm_help=HELP_026)
-    result = kubernetes_validate(_write(tmp_path, "k8s.yaml", text))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("INFO") == 2  # the Deployment and the Service, both validated
+@dataclass(frozen=True)
+class Validated:
+    """One validator's run over every committed study's file and one broken file (one start, not one per file;
+    the broken file shows the same run rejecting what it must)."""
+
+    folder: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def doc(self, study: Path) -> Path:
+        return self.folder / f"{study.name}.yaml"
+
+    @property
+    def bad(self) -> Path:
+        return self.folder / "bad.yaml"
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
 
 
-def test_kubernetes_validator_rejects_a_typo(tmp_path: Path) -> None:
+def _validated(tmp_path: Path, fmt: str, bad: str, run: Callable[[list[Path]], Completed]) -> Validated:
+    """Export every committed study as ``fmt`` into ``tmp_path``, add ``bad.yaml``, run the validator once."""
+    docs = [_write(tmp_path, f"{s.name}.yaml", export_study(ROOT / s, fmt, vllm_help=HELP_026)) for s in STUDIES]
+    result = run([*docs, _write(tmp_path, "bad.yaml", bad)])
+    return Validated(tmp_path, result.returncode, result.stdout, result.stderr)
+
+
+@pytest.fixture(scope="module")
+def kubernetes_run(tmp_path_factory: pytest.TempPathFactory) -> Validated:
     text = export_study(ROOT / STUDIES[0], "kubernetes", vllm_help=HELP_026)
     bad = _broken(text, lambda d: d[0]["spec"]["template"]["spec"]["containers"][0].update(readinesProbe={}))
-    result = kubernetes_validate(_write(tmp_path, "bad.yaml", bad))
-    assert result.returncode != 0 and "readinesProbe" in result.stdout + result.stderr
+    return _validated(tmp_path_factory.mktemp("kubernetes"), "kubernetes", bad, kubernetes_validate)
+
+
+def kubernetes_lines(run: Validated, doc: Path) -> list[str]:
+    """kubernetes-validate's lines about one file (``INFO <file> passed ...``, ``ERROR <file> ...``)."""
+    return [line for line in run.stdout.splitlines() if line.split(" ", 2)[1:2] == [str(doc)]]
+
+
+@pytest.mark.parametrize("study", STUDIES, ids=str)
+def test_kubernetes_manifests_validate(study: Path, kubernetes_run: Validated) -> None:
+    lines = kubernetes_lines(kubernetes_run, kubernetes_run.doc(study))
+    # the Deployment and the Service, both validated, and nothing else said about this file
+    assert len(lines) == 2 and all(x.startswith(f"INFO {kubernetes_run.doc(study)} passed") for x in lines), (
+        kubernetes_run.output
+    )
+
+
+def test_kubernetes_validator_rejects_a_typo(kubernetes_run: Validated) -> None:
+    lines = kubernetes_lines(kubernetes_run, kubernetes_run.bad)
+    assert kubernetes_run.returncode != 0, kubernetes_run.output
+    assert any(x.startswith(f"ERROR {kubernetes_run.bad}") and "readinesProbe" in x for x in lines), (
+        kubernetes_run.output
+    )
 
 
 @pytest.mark.parametrize("study", STUDIES, ids=str)
@@ -152,18 +201,32 @@ def test_helm_schema_rejects_a_wrong_type() -> None:
     assert any("requestGPUs" in e for e in schema_errors(helm_schema(strict_keys=True), typo))
 
 
-@pytest.mark.parametrize("study", STUDIES, ids=str)
-def test_compose_file_validates(study: Path, tmp_path: Path) -> None:
-    doc = _write(tmp_path, "compose.yaml", export_study(ROOT / study, "compose", vllm_help=HELP_026))
-    result = check_jsonschema(["--builtin-schema", "vendor.compose-spec"], doc)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_compose_schema_rejects_a_typo(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def compose_run(tmp_path_factory: pytest.TempPathFactory) -> Validated:
     text = export_study(ROOT / STUDIES[0], "compose", vllm_help=HELP_026)
     bad = _broken(text, lambda d: next(iter(d[0]["services"].values())).update(entrypiont=["python3"]))
-    result = check_jsonschema(["--builtin-schema", "vendor.compose-spec"], _write(tmp_path, "bad.yaml", bad))
-    assert result.returncode != 0 and "entrypiont" in result.stdout
+    schema = ["--builtin-schema", "vendor.compose-spec"]
+    return _validated(tmp_path_factory.mktemp("compose"), "compose", bad, lambda docs: check_jsonschema(schema, docs))
+
+
+def compose_report(run: Validated, doc: Path) -> tuple[bool, list[str]]:
+    """Whether check-jsonschema listed ``doc`` among the files that passed, and its errors about it."""
+    report = json.loads(run.stdout)  # the files that passed: "successes" when one failed, else "checked_paths"
+    passed = report.get("successes", report.get("checked_paths", []))
+    errors = [
+        e["message"] for e in report.get("errors", []) + report.get("parse_errors", []) if e["filename"] == str(doc)
+    ]
+    return str(doc) in passed, errors
+
+
+@pytest.mark.parametrize("study", STUDIES, ids=str)
+def test_compose_file_validates(study: Path, compose_run: Validated) -> None:
+    assert compose_report(compose_run, compose_run.doc(study)) == (True, []), compose_run.output
+
+
+def test_compose_schema_rejects_a_typo(compose_run: Validated) -> None:
+    passed, errors = compose_report(compose_run, compose_run.bad)
+    assert compose_run.returncode != 0 and not passed and any("entrypiont" in e for e in errors), compose_run.output
 
 
 @pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose is not installed")

@@ -6,6 +6,7 @@ import json
 import random
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,16 @@ from loadtest.errors import WorkloadError
 from loadtest.lengths import parse_length
 from loadtest.prompts import PromptFactory
 from loadtest.workload import builtin_workloads, load_workload
+
+
+def fast_tokenizer(folder: Path) -> Any:
+    """The class AutoTokenizer resolves to for a synthetic model (its tokenizer_config names it), loaded
+    directly: importing AutoTokenizer imports torch, ~10 s of the unit run (the length checks need no torch)."""
+    from transformers import PreTrainedTokenizerFast
+
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    assert config["tokenizer_class"] == "PreTrainedTokenizerFast"  # what AutoTokenizer would load
+    return PreTrainedTokenizerFast.from_pretrained(str(folder))
 
 
 def test_builtins_load_with_their_lengths() -> None:
@@ -120,11 +131,9 @@ def test_synthetic_prompts_are_reproducible_and_distinct() -> None:
 
 
 def test_exact_lengths_with_tokenizer(tmp_path: Path) -> None:
-    from transformers import AutoTokenizer
-
     from tuner.synthetic import write_model
 
-    tok = AutoTokenizer.from_pretrained(str(write_model(tmp_path / "m", "llama-tiny", weights=False)))
+    tok = fast_tokenizer(write_model(tmp_path / "m", "llama-tiny", weights=False))
     w = load_workload("chat")
     f = PromptFactory(w, seed=0, tokenizer=tok)
     for i in range(10):
@@ -137,12 +146,10 @@ def test_exact_lengths_with_tokenizer(tmp_path: Path) -> None:
 def test_long_prompts_stay_within_vllms_characters_per_token_bound(tmp_path: Path, vocab_size: int) -> None:
     # vLLM rejects, before tokenizing, prompts of more characters than tokens x its longest token string;
     # whitespace-joined prompts of the synthetic w0..wN vocabulary's longest tokens exceeded it (HTTP 400)
-    from transformers import AutoTokenizer
-
     from tuner.synthetic import write_tokenizer
 
     write_tokenizer(tmp_path, vocab_size)
-    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    tok = fast_tokenizer(tmp_path)
     longest = max(len(t) for t in tok.get_vocab())  # what vLLM computes (special tokens included)
     (tmp_path / "long.yaml").write_text("input_tokens: 7936\noutput_tokens: 256\n")
     f = PromptFactory(load_workload(tmp_path / "long.yaml"), seed=0, tokenizer=tok)

@@ -25,9 +25,13 @@ from tuner.trial.time_budget import OverBudget, TimeBudget
 STARTUP_S, MEASURE_S = 0.3, 0.1
 
 
-def stand_ins(tmp_path, time_budget=None, **ctx_fields) -> tuple[TrialContext, list[tuple[float, str, str]]]:
+def stand_ins(
+    tmp_path, time_budget=None, pause: bool = True, **ctx_fields
+) -> tuple[TrialContext, list[tuple[float, str, str]]]:
     """Stand-in servers and measurements that record (time, trial, what) events; the context of one device
-    whose startups overlap (the scheduler's rules for it)."""
+    whose startups overlap (the scheduler's rules for it). ``pause=False``: startups and measurements take no
+    real time (for tests on a scripted clock; the overlap test needs the startups to last)."""
+    startup_s, measure_s = (STARTUP_S, MEASURE_S) if pause else (0.0, 0.0)
     events: list[tuple[float, str, str]] = []  # (time, trial, what)
     lock = threading.Lock()
 
@@ -37,12 +41,12 @@ def stand_ins(tmp_path, time_budget=None, **ctx_fields) -> tuple[TrialContext, l
 
     def starting(name: str) -> None:
         note(name, "start-begin")
-        time.sleep(STARTUP_S)
+        time.sleep(startup_s)
         note(name, "start-end")
 
     def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
         note(f"trial-{number:03d}", "measure")
-        time.sleep(MEASURE_S)
+        time.sleep(measure_s)
         return CapacityResult(1.0, None, None, None, ())
 
     launcher = FakeLauncher(
@@ -84,7 +88,7 @@ def test_no_server_stops_or_starts_during_another_startup(tmp_path):
 
 def test_a_trial_whose_measurement_would_overrun_the_time_budget_is_given_up_with_its_server_stopped(tmp_path):
     now = [0.0]
-    ctx, events = stand_ins(tmp_path, time_budget=TimeBudget(600.0, clock=lambda: now[0]))
+    ctx, events = stand_ins(tmp_path, time_budget=TimeBudget(600.0, clock=lambda: now[0]), pause=False)
     measured: list[int] = []
 
     def measure_200s(url, config, ctx, number, *_a, **_k):  # a measurement takes 200 s by the budget's clock
@@ -113,7 +117,7 @@ def test_a_trial_whose_measurement_would_overrun_the_time_budget_is_given_up_wit
 
 def test_a_trial_keeps_the_wall_clock_times_of_its_phases(tmp_path):
     ticks = iter(range(100, 200))
-    ctx, _events = stand_ins(tmp_path, wall_clock=lambda: float(next(ticks)), host="gpu-host")
+    ctx, _events = stand_ins(tmp_path, pause=False, wall_clock=lambda: float(next(ticks)), host="gpu-host")
     r = run_trial(1, ServeConfig(model="/m", max_num_seqs=8), False, ctx, device="0")
     assert r.timeline == {
         "host": "gpu-host",
