@@ -84,34 +84,11 @@ def test_run_trial_stores_it_as_pruned_with_the_reason(tmp_path) -> None:
     assert got["hopeless"] is None and r.state == "COMPLETE"
 
 
-def test_the_study_hands_each_trial_the_best_capacity_so_far(monkeypatch, tmp_path) -> None:
-    from launch.vllm_flags import VllmInfo
-    from tuner import inputs as inputs_mod
+def test_the_study_hands_each_trial_the_best_capacity_so_far(offline_inputs) -> None:
     from tuner import pipeline
-    from tuner.settings.tune_settings import resolve
-    from tuner.synthetic import write_model
     from tuner.trial.result import TrialResult
 
-    model = write_model(tmp_path / "m", "llama-tiny", weights=False)
-    monkeypatch.setattr(
-        inputs_mod,
-        "probe_vllm",
-        lambda python: VllmInfo.from_help_text("", python=python, version="0.32.0", platform="cpu"),
-    )
-    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
-    inp = inputs_mod.load_inputs(
-        resolve(
-            {},
-            {
-                "model": str(model),
-                "gpu": "cpu",
-                "slo": "ttft_p95=2s",
-                "trials": 3,
-                "out": str(tmp_path / "study"),
-                "soak_seconds": 0.0,  # no certifying soak: it would start a real server
-            },
-        )
-    )
+    inp = offline_inputs(trials=3)
     seen, goodputs = [], {0: 10.0, 1: 14.0, 2: 3.0}
 
     def fake_run_trial(n, config, baseline, ctx, say, device=None):
@@ -126,9 +103,6 @@ def test_the_study_hands_each_trial_the_best_capacity_so_far(monkeypatch, tmp_pa
             best_rate=goodputs[n],
         )
 
-    import launch.script  # no vLLM flags to check here: the launch script is not what this test is about
-
-    monkeypatch.setattr(launch.script, "write_launch_script", lambda *a, **k: None)
     # non-empty versions: {} would run the real version probe; the trials are stand-ins
     pipeline.tune(inp, versions={"vllm": "0.32.0"}, run=fake_run_trial)
     assert seen == [None, 10.0, 14.0]

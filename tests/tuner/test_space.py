@@ -115,27 +115,13 @@ def test_random_weights_leave_speculation_out_and_say_so():
     assert ctx(base=dummy.base, flags=frozenset({"--max-num-seqs"})).notes() == ()
 
 
-def test_tune_with_random_weights_states_the_space_on_the_console_and_in_best_json(monkeypatch, tmp_path, capsys):
+def test_tune_with_random_weights_states_the_space_on_the_console_and_in_best_json(offline_inputs, tmp_path, capsys):
     import json
 
-    import launch.script
-    from launch.vllm_info import VllmInfo
-    from tuner import inputs as inputs_mod
     from tuner import pipeline
-    from tuner.settings.tune_settings import resolve
-    from tuner.synthetic import write_model
     from tuner.trial.result import TrialResult
 
-    model = write_model(tmp_path / "m", "llama-tiny", weights=False)
-    monkeypatch.setattr(
-        inputs_mod,
-        "probe_vllm",
-        lambda python: VllmInfo.from_help_text("", python=python, version="0.32.0", platform="cpu"),
-    )
-    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
-    monkeypatch.setattr(launch.script, "write_launch_script", lambda *a, **k: None)
-    settings = {"model": str(model), "gpu": "cpu", "slo": "ttft_p95=2s", "trials": 6, "load_format": "dummy"}
-    inp = inputs_mod.load_inputs(resolve({}, {**settings, "out": str(tmp_path / "s"), "soak_seconds": 0.0}))
+    inp = offline_inputs(trials=6, load_format="dummy")
     configs = []
 
     def fake_run_trial(n, config, baseline, ctx, say, device=None):
@@ -145,4 +131,4 @@ def test_tune_with_random_weights_states_the_space_on_the_console_and_in_best_js
     pipeline.tune(inp, versions={"vllm": "0.32.0"}, run=fake_run_trial)
     assert len(configs) == 6 and not any(c.speculative_method for c in configs)
     assert sum(SPECULATION_LEFT_OUT in line for line in capsys.readouterr().err.splitlines()) == 1
-    assert SPECULATION_LEFT_OUT in json.loads((tmp_path / "s" / "best.json").read_text())["notes"]
+    assert SPECULATION_LEFT_OUT in json.loads((tmp_path / "study" / "best.json").read_text())["notes"]

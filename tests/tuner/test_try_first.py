@@ -68,56 +68,28 @@ def test_text_that_is_not_knob_value_pairs_is_refused_as_a_setting(text):
     assert "KNOB=VALUE" in str(info.value)
 
 
-def test_the_tried_configuration_runs_right_after_the_defaults(monkeypatch, tmp_path):
-    from launch.vllm_flags import VllmInfo
-    from tuner import inputs as inputs_mod
+def test_the_tried_configuration_runs_right_after_the_defaults(offline_inputs):
     from tuner import pipeline
-    from tuner.settings.tune_settings import resolve
-    from tuner.synthetic import write_model
     from tuner.trial.result import TrialResult
 
-    model = write_model(tmp_path / "m", "llama-tiny", weights=False)
-    monkeypatch.setattr(
-        inputs_mod,
-        "probe_vllm",
-        lambda python: VllmInfo.from_help_text("", python=python, version="0.32.0", platform="cpu"),
-    )
-    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
-    settings = {"model": str(model), "gpu": "cpu", "slo": "ttft_p95=2s", "trials": 3, "out": str(tmp_path / "study")}
-    settings.update(soak_seconds=0.0, try_first="speculative_method=ngram,num_speculative_tokens=3")
-    inp = inputs_mod.load_inputs(resolve({}, settings))
+    inp = offline_inputs(trials=3, try_first="speculative_method=ngram,num_speculative_tokens=3")
     ran: list[ServeConfig] = []
 
     def fake_run_trial(n, config, baseline, ctx, say, device=None):
         ran.append(config)
         return TrialResult(n, "COMPLETE", baseline, config, slo_met=True, goodput_req_s=1.0 + n, best_rate=1.0 + n)
 
-    import launch.script  # no vLLM flags to check here: the launch script is not what this test is about
-
-    monkeypatch.setattr(launch.script, "write_launch_script", lambda *a, **k: None)
     pipeline.tune(inp, versions={"vllm": "0.32.0"}, run=fake_run_trial)
     assert ran[0].speculative_method is None  # vLLM's defaults first
     assert ran[1].speculative_method == "ngram" and ran[1].num_speculative_tokens == 3
     assert len(ran) == 3  # the tried configuration counts against --trials
 
 
-def test_try_first_with_predict_is_refused_before_anything_is_written(monkeypatch, tmp_path):
-    from launch.vllm_flags import VllmInfo
-    from tuner import inputs as inputs_mod
+def test_try_first_with_predict_is_refused_before_anything_is_written(offline_inputs, tmp_path):
     from tuner import pipeline
-    from tuner.settings.tune_settings import resolve
-    from tuner.synthetic import write_model
 
-    model = write_model(tmp_path / "m", "llama-tiny", weights=False)
-    monkeypatch.setattr(
-        inputs_mod,
-        "probe_vllm",
-        lambda python: VllmInfo.from_help_text("", python=python, version="0.32.0", platform="cpu"),
-    )
-    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     out = tmp_path / "study"
-    settings = {"model": str(model), "gpu": "cpu", "slo": "ttft_p95=2s", "out": str(out), "predict": True}
-    inp = inputs_mod.load_inputs(resolve({}, {**settings, "try_first": "max_num_seqs=64"}))
+    inp = offline_inputs(predict=True, try_first="max_num_seqs=64")
     with pytest.raises(UsageError, match="--try-first and --predict"):
         pipeline.tune(inp, versions={"vllm": "0.32.0"})
     assert not out.exists()
