@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import importlib.util
 import os
 import subprocess
@@ -92,6 +93,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if not heavy and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(UNIT_TIMEOUT_S))
     items.sort(key=_start_order)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Whatever lives when a test starts (modules, fixtures, earlier tests' leftovers) leaves the cyclic GC's
+    view (``gc.freeze``): the load generator's ``gc.collect()`` before each level, and the automatic full
+    collections, then walk only what this test made; they walked 300-400k objects, ~10 s of a 2-worker unit
+    run. The test's own garbage is collected as before; an earlier test's uncollected cycles are kept."""
+    gc.freeze()
+
+
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    """The same as each module is collected: its imports add to what is frozen (~0.8 s of a worker's collection)."""
+    gc.freeze()
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
