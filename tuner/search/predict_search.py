@@ -6,9 +6,8 @@ more than the model's demonstrated error (median |predicted − measured| of its
 TRUSTED_ERROR stops nothing), or at --trials.
 
 A sampled configuration of an engine family the model has not calibrated (speculative decoding, the quantized
-variant) is not predicted: the first of each such family is measured after the top prediction, as any trial. With
-random weights (--load-format dummy) the space holds no speculation (tuner.search.space: no draft is ever accepted),
-so no launch goes to it.
+variant) is not predicted: the first of each such family is measured after the top prediction, as any trial (with
+random weights the space holds no speculation: tuner.search.space).
 """
 
 from __future__ import annotations
