@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from perfmodel.capacity import replay_levels
 from perfmodel.costs import Costs
 from perfmodel.observed import ObservedTrial
 from perfmodel.outcome import LevelOutcome
+from perfmodel.pool import process_pool, worker_count
 
 HUBER = 0.3  # log-ratio beyond which a residual counts linearly (one level's outlier must not rule the fit)
 
@@ -77,10 +79,27 @@ def _huber(r: float) -> float:
     return a * a if a <= HUBER else HUBER * (2 * a - HUBER)
 
 
-def loss(costs: Costs, trials: Sequence[ObservedTrial]) -> tuple[float, list[float]]:
-    res: list[float] = []
-    for trial in trials:
-        res += residuals(trial, replay_levels(trial, costs))
+_HELD: tuple[ObservedTrial, ...] = ()  # a pool worker's copy of the trials being fitted (sent once, not per call)
+
+
+def _hold(trials: tuple[ObservedTrial, ...]) -> None:
+    global _HELD
+    _HELD = trials
+
+
+def _held_residuals(task: tuple[int, Costs]) -> list[float]:
+    index, costs = task
+    return residuals(_HELD[index], replay_levels(_HELD[index], costs))
+
+
+def loss(costs: Costs, trials: Sequence[ObservedTrial], pool: Executor | None = None) -> tuple[float, list[float]]:
+    """The robust loss and the residuals, trial by trial in order; with ``pool`` (whose workers hold
+    ``trials``) the trials are replayed there, one task each."""
+    if pool is None:
+        parts = [residuals(trial, replay_levels(trial, costs)) for trial in trials]
+    else:
+        parts = list(pool.map(_held_residuals, [(i, costs) for i in range(len(trials))]))
+    res = [r for part in parts for r in part]
     return sum(_huber(r) for r in res), res
 
 
@@ -103,31 +122,34 @@ def fit(
     max_evaluations: int = 400,
     warm: bool = False,
     priors: Sequence[Prior] = (),
+    workers: int | None = 1,
 ) -> Fit:
     """Fit ``base``'s FITTED coefficients to ``trials`` of one engine family (the others stay as given); the
     start is read off the first (the defaults, usually), or with ``warm`` is ``base`` itself (a refit after
     another launch starts from the previous calibration). Nelder–Mead, restarted once from where it stopped
-    (a fresh simplex gets it out of a collapsed one), within ``max_evaluations`` in all."""
+    (a fresh simplex gets it out of a collapsed one), within ``max_evaluations`` in all. Each evaluation
+    replays the trials over ``workers`` processes (None: every usable core; the same fit as one)."""
     from scipy.optimize import minimize  # lazily: only calibration needs SciPy
 
     start = base if warm else initial_costs(trials[0], base)
     count = 0
+    with process_pool(worker_count(workers, len(trials)), _hold, (tuple(trials),)) as pool:
 
-    def objective(logs: list[float]) -> float:
-        nonlocal count
-        count += 1
-        costs = start.with_fitted([math.exp(x) for x in logs])
-        return loss(costs, trials)[0] + sum(p.penalty(costs) for p in priors)
+        def objective(logs: list[float]) -> float:
+            nonlocal count
+            count += 1
+            costs = start.with_fitted([math.exp(x) for x in logs])
+            return loss(costs, trials, pool)[0] + sum(p.penalty(costs) for p in priors)
 
-    x = [math.log(v) for v in start.fitted()]
-    for factor, share in ((1.5 if warm else 3.0, 2 / 3), (1.5, 1.0)):
-        budget = round(max_evaluations * share) - count
-        if budget <= len(x) + 1:
-            break
-        options = {"maxfev": budget, "xatol": 0.02, "fatol": 1e-3, "initial_simplex": _simplex(x, factor)}
-        x = list(minimize(objective, x, method="Nelder-Mead", options=options).x)
-    costs = start.with_fitted([math.exp(v) for v in x])
-    value, res_list = loss(costs, trials)
+        x = [math.log(v) for v in start.fitted()]
+        for factor, share in ((1.5 if warm else 3.0, 2 / 3), (1.5, 1.0)):
+            budget = round(max_evaluations * share) - count
+            if budget <= len(x) + 1:
+                break
+            options = {"maxfev": budget, "xatol": 0.02, "fatol": 1e-3, "initial_simplex": _simplex(x, factor)}
+            x = list(minimize(objective, x, method="Nelder-Mead", options=options).x)
+        costs = start.with_fitted([math.exp(v) for v in x])
+        value, res_list = loss(costs, trials, pool)
     return Fit(costs, value + sum(p.penalty(costs) for p in priors), tuple(res_list), count)
 
 

@@ -16,6 +16,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.calibrate import Prior, fit
@@ -24,6 +25,7 @@ from perfmodel.config import EngineConfig
 from perfmodel.costs import Costs
 from perfmodel.family import Family, family_of, kv_dtype_of
 from perfmodel.observed import ObservedTrial
+from perfmodel.pool import parallel_map
 from perfmodel.protocol import ShortLevelSearch
 from perfmodel.traffic import Demand
 
@@ -124,10 +126,11 @@ def calibrate(
     *,
     max_evaluations: int = 300,
     previous: Calibration | None = None,
+    workers: int | None = 1,
 ) -> Calibration:
     """Fit one engine family's costs to ``trials`` (all of that family, under any workloads; the defaults
-    first). ``previous``:
-    the calibration before the latest launch; the refit starts from it and keeps its checks."""
+    first). ``previous``: the calibration before the latest launch; the refit starts from it and keeps its
+    checks. ``workers``: processes replaying the trials (None: every usable core)."""
     if not trials:
         raise ValueError("calibrate needs at least one measured trial (the defaults)")
     family = family_of(trials[0].config)
@@ -145,6 +148,7 @@ def calibrate(
         max_evaluations=max_evaluations,
         warm=previous is not None,
         priors=(prior,),
+        workers=workers,
     )
     kv = frozenset(kv_dtype_of(t.config) for t in trials)
     checks = previous.checks if previous is not None else ()
@@ -201,7 +205,10 @@ def rank(
     how: SteadyState | ShortLevelSearch = STEADY,
     *,
     seed: int = 0,
+    workers: int | None = 1,
 ) -> list[Prediction]:
-    """Every candidate's prediction, highest predicted capacity first; the unpredictable ones last."""
-    preds = [predict(c, cal, demand, how, seed=seed) for c in candidates]
+    """Every candidate's prediction, highest predicted capacity first; the unpredictable ones last. Predicted
+    over ``workers`` processes (None: every usable core; the same answer as one)."""
+    one = partial(predict, cal=cal, demand=demand, how=how, seed=seed)
+    preds = parallel_map(one, candidates, workers)
     return sorted(preds, key=lambda p: (p.capacity_req_s is None, -(p.capacity_req_s or 0.0)))

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Callable
 
 from launch.config import ServeConfig
 from tuner.certify.certification import Certification
-from tuner.certify.certified import certify_study, floor_rate
+from tuner.certify.certified import certify_study, floor_rate, stored
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
 from tuner.certify.soak import certify_config
-from tuner.certify.spec_rule import find_twin, speculates, twin_of
+from tuner.certify.spec_rule import find_twin, speculates, twin_first_rate, twin_of
 from tuner.certify.summary import Summary
 from tuner.report.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.report.sample_answer import sample_answer
@@ -62,20 +63,30 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
     full = r.tctx.uncut()  # soaks are never cut short
     device = r.inp.settings.device_list()[0]
 
-    def certify_one(t: TrialResult) -> Certification:
+    def certify_one(t: TrialResult, first: float | None = None) -> Certification:
         say = functools.partial(r.progress.say, trial=f"certify {t.number}")
         with full.rules.placed(t.config.gpus, device) as where:
-            cert = certify_config(t.number, t.config, full, t.best_rate or 0.0, floor_rate(t), say, where)
+            cert = certify_config(t.number, t.config, full, t.best_rate or 0.0, floor_rate(t), say, where, first)
         say(cert.line())
         return cert
 
     certify_study(r.study, summary, soak_s, certify_one, whom)
     summary = r.outputs.write(r.study)
     twin = _speculation_twin(r, summary, device)
-    if twin is not None:  # the rule compares like with like: the twin is certified too
-        certify_study(r.study, summary, soak_s, certify_one, whom, also=(twin,))
+    if twin is not None:  # the rule compares like with like: the twin is certified too, from the rate to beat
+        first = twin_first_rate(stored(r.study).get(summary.best.number) if summary.best else None, twin)
+        if first is not None:
+            r.progress.say(f"trial {twin.number} (no speculation) soaks first at {first:.3f} req/s, the rate to beat")
+        run = functools.partial(_twin_first, certify_one, twin.number, first)
+        certify_study(r.study, summary, soak_s, run, whom, also=(twin,))
         summary = r.outputs.write(r.study)
     return summary
+
+
+def _twin_first(
+    certify_one: Callable[[TrialResult, float | None], Certification], twin: int, first: float | None, t: TrialResult
+) -> Certification:
+    return certify_one(t, first if t.number == twin else None)
 
 
 def _speculation_twin(r: TuneRun, summary: Summary, device: str | None) -> TrialResult | None:

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from launch.vllm_info import VllmInfo, probe_vllm
+from launch.vllm_flags import VllmInfo
+from launch.vllm_info import probe_vllm
 from loadtest.slo import SLO, parse_slos
 from loadtest.workload import Workload, load_workload
 from tuner.budget.gpu import GPUProfile

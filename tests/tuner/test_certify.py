@@ -62,6 +62,21 @@ def test_certify_steps_down_on_one_fresh_server_until_a_soak_holds():
     assert Certification.from_dict(json.loads(json.dumps(cert.to_dict()))) == cert
 
 
+def test_a_first_rate_above_the_estimate_is_soaked_first_and_the_estimate_stays_the_searchs():
+    tried = []
+
+    def run_soak(url, rate):
+        tried.append(rate)
+        return soak(rate, holds=rate <= 1.0)
+
+    held = certify(2, 0.96, 0.5, 60.0, serving(FakeServer()), run_soak, first=1.012)
+    assert tried == pytest.approx([1.012, 0.9108])  # the rate to beat missed: a step down from it
+    assert held.certified_rate == pytest.approx(0.9108) and held.estimate_req_s == 0.96
+    tried.clear()
+    tie = certify(2, 0.96, 0.5, 60.0, serving(FakeServer()), run_soak, first=1.0)  # holds at the rate to beat
+    assert tried == [1.0] and tie.certified_rate == 1.0 and "estimate 0.960" in tie.line()
+
+
 def test_certify_gives_up_at_the_floor_and_says_so():
     cert = certify(1, 10.0, 7.5, 30.0, serving(FakeServer()), lambda url, rate: soak(rate, False))
     assert [s.rate for s in cert.soaks] == pytest.approx([10.0, 9.0, 8.1])  # 7.29 would be under the floor

@@ -14,7 +14,8 @@ from loadtest.server_metrics import ServerSummary
 from loadtest.summary import ReportSummary
 from tuner.certify.certification import Certification, Soak
 from tuner.certify.headline import headline
-from tuner.certify.spec_rule import apply_rule, find_twin, twin_of
+from tuner.certify.spec_rule import apply_rule, find_twin, twin_first_rate, twin_of
+from tuner.certify.spec_rule import verdict as judge_speculation
 from tuner.report.outputs import summarize, write_outputs
 from tuner.report.report_html import write_report
 from tuner.trial.result import COMPLETE, TrialResult
@@ -59,6 +60,27 @@ def test_speculation_is_kept_only_when_acceptance_and_certified_goodput_both_bea
     assert ("kept" if kept else "dropped") in verdict.line and f"{spec_rate:.3f} vs 2.000" in verdict.line
     head = headline(summary, certs, None)
     assert head.certified_req_s == (spec_rate if kept else 2.0)
+
+
+def test_the_verdict_says_which_window_its_acceptance_was_counted_in() -> None:
+    # trials.csv holds the search's best level (50 %); the certifying soak counted other drafts (30 %)
+    results = [trial(0, ServeConfig(model="/m"), 1.0, base=True), trial(1, NGRAM, 3.0, 0.5), trial(2, PLAIN, 2.0)]
+    soaked = judge_speculation(results[1], results[2], {1: cert(1, 3.0, 0.3), 2: cert(2, 2.0)})
+    assert soaked.acceptance == 0.3 and "30.0% in its certifying soak" in soaked.line
+    searched = judge_speculation(results[1], results[2], {})
+    assert searched.acceptance == 0.5 and "50.0% at its best search level (trials.csv)" in searched.line
+
+
+def test_a_twin_that_holds_the_rate_to_beat_ties_and_speculation_is_dropped() -> None:
+    # both soaks held at their search estimates (1.012 vs 0.961): the twin's first soak runs at 1.012
+    results = [trial(0, ServeConfig(model="/m"), 0.7, base=True), trial(1, NGRAM, 1.012, 0.1), trial(2, PLAIN, 0.961)]
+    assert twin_first_rate(cert(1, 1.012, 0.09), results[2]) == 1.012
+    assert twin_first_rate(cert(1, 0.9, 0.09), results[2]) is None  # below the twin's own estimate: from there
+    assert twin_first_rate(None, results[2]) is None
+    certs = {1: cert(1, 1.012, 0.09), 2: cert(2, 1.012), 0: cert(0, 0.7)}
+    summary, judged = apply_rule(summarize(results), results, certs)
+    assert judged is not None and not judged.kept and summary.best.number == 2
+    assert "1.012 vs 1.012" in judged.line
 
 
 def test_without_a_measured_twin_nothing_is_judged_and_nothing_swapped() -> None:

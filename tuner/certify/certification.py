@@ -175,15 +175,17 @@ def certify(
     serve: Callable[[], contextlib.AbstractContextManager[Served]],
     run_soak: Callable[[str, float], Soak],
     progress: Callable[[str], None] = lambda _m: None,
+    first: float | None = None,
 ) -> Certification:
     """Soak a fresh server (``serve()``) at ``estimate``; step down by STEP while a soak misses, to no lower
-    than ``floor`` (the lowest rate the search saw hold) and at most MAX_SOAKS times."""
+    than ``floor`` (the lowest rate the search saw hold) and at most MAX_SOAKS times. ``first``: the first
+    soak's rate where it is not the estimate (a speculating winner's twin starts at the rate it must beat)."""
     from launch.errors import LaunchFailure
 
     soaks: list[Soak] = []
     try:
         with serve() as server:
-            rate: float | None = estimate
+            rate: float | None = estimate if first is None else first
             while rate is not None:
                 progress(f"certifying trial {trial}: soak at {rate:.3f} req/s for {soak_s:.0f} s")
                 soaks.append(run_soak(server.url, rate))

@@ -52,8 +52,10 @@ def certify_config(
     floor: float,
     progress: Callable[[str], None],
     device: str | None = None,
+    first: float | None = None,
 ) -> Certification:
-    """Certify ``config`` on a fresh server from the search's ``estimate`` down (tuner.certify.certification)."""
+    """Certify ``config`` on a fresh server from the search's ``estimate`` (or ``first``) down
+    (tuner.certify.certification)."""
     seconds = ctx.plan.soak_s
     attempts = itertools.count()
     return certify(
@@ -64,4 +66,5 @@ def certify_config(
         lambda: fresh_server(config, ctx, f"certify-{trial:03d}", progress, device),
         lambda url, rate: run_soak(url, config, ctx, rate, seconds, next(attempts)),
         progress,
+        first,
     )

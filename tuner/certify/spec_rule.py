@@ -29,6 +29,15 @@ def twin_of(config: ServeConfig) -> ServeConfig:
     return replace(config, speculative_method=None, num_speculative_tokens=None, speculative_model=None)
 
 
+def twin_first_rate(best: Certification | None, twin: TrialResult) -> float | None:
+    """Where the twin's first soak runs: the speculating best's certified rate when that is above the twin's
+    own estimate, else None (its estimate). A soak that holds at its estimate never looks higher, so two
+    configurations certified at their estimates would be compared on the search's noise; a twin that holds
+    the rate to beat ties, and a tie keeps the configuration without speculation."""
+    rate = best.certified_rate if best is not None else None
+    return rate if rate is not None and rate > (twin.best_rate or 0.0) else None
+
+
 def speculates(trial: TrialResult | None) -> bool:
     return trial is not None and speculation_on(trial.config.speculative_method)
 
@@ -48,19 +57,24 @@ class SpecVerdict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def _acceptance(trial: TrialResult, cert: Certification | None) -> float | None:
+SOAK, SEARCH = "in its certifying soak", "at its best search level (trials.csv)"
+
+
+def _acceptance(trial: TrialResult, cert: Certification | None) -> tuple[float | None, str]:
+    """vLLM's acceptance in the certifying soak where there is one, else at the search's best level (the
+    figure trials.csv holds), and which of the two it is: the two windows count different drafts."""
     soak = cert.certified_soak if cert is not None else None
     soaked = soak.report.server if soak is not None else ServerSummary()
     if soaked.spec_decode_acceptance_rate is not None or soaked.spec_decode_drafts is not None:
-        return float(soaked.spec_decode_acceptance_rate or 0.0)
+        return float(soaked.spec_decode_acceptance_rate or 0.0), SOAK
     value, drafts = trial.server.spec_decode_acceptance_rate, trial.server.spec_decode_drafts
-    return float(value) if value is not None else (0.0 if drafts is not None else None)
+    return (float(value) if value is not None else (0.0 if drafts is not None else None)), SEARCH
 
 
 def verdict(best: TrialResult, twin: TrialResult | None, certs: Mapping[int, Certification]) -> SpecVerdict:
     """Judge a speculating ``best`` against its ``twin`` (None when the twin was not measured)."""
     cert = certs.get(best.number)
-    acceptance = _acceptance(best, cert)
+    acceptance, where = _acceptance(best, cert)
     mine, theirs, basis = best.capacity_req_s, None, "search"
     twin_cert = certs.get(twin.number) if twin is not None else None
     if twin is not None:
@@ -70,7 +84,7 @@ def verdict(best: TrialResult, twin: TrialResult | None, certs: Mapping[int, Cer
     accepted = acceptance is not None and acceptance > 0
     faster = theirs is not None and mine > theirs
     method = f"{best.config.speculative_method} speculation (k={best.config.num_speculative_tokens})"
-    acc = "not measured" if acceptance is None else f"{acceptance:.1%}"
+    acc = "not measured" if acceptance is None else f"{acceptance:.1%} {where}"
     kept = accepted and faster
     if twin is None:
         line = f"{method} of trial {best.number}: acceptance {acc}; not judged, the same configuration "
@@ -118,7 +132,7 @@ def lost_in_search(summary: Summary, results: list[TrialResult]) -> str | None:
         return None
     parts = []
     for r in sorted(tried, key=lambda r: r.number):
-        acc = _acceptance(r, None)
+        acc = _acceptance(r, None)[0]
         acc_text = "acceptance not measured" if acc is None else f"acceptance {acc:.1%}"
         method = f"{r.config.speculative_method}, k={r.config.num_speculative_tokens}"
         parts.append(f"trial {r.number} ({method}): {acc_text}, {r.capacity_req_s:.3f} req/s")

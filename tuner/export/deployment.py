@@ -14,7 +14,7 @@ from pathlib import Path
 
 from launch.command import build_command
 from launch.script import docker_image
-from launch.vllm_info import VllmInfo
+from launch.vllm_flags import VllmInfo
 from tuner.errors import UsageError
 from tuner.export.cost import cost_lines, gpu_price
 from tuner.export.layout import gpu_count

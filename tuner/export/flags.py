@@ -16,7 +16,8 @@ import json
 import os
 from pathlib import Path
 
-from launch.vllm_info import VllmInfo, cache_dir, probe_vllm, vllm_version
+from launch.vllm_flags import VllmInfo
+from launch.vllm_info import cache_dir, probe_vllm, vllm_version
 from tuner.errors import UsageError
 
 

@@ -124,10 +124,10 @@ def perf_model(ctx: TrialContext) -> Model:
     def fit(measured: Sequence[TrialResult], previous: Calibration | None) -> Calibration:
         observed = [o for r in measured for o in observed_levels(r, demand, ctx.plan)]
         evaluations = FIRST_EVALUATIONS if previous is None else REFIT_EVALUATIONS
-        return calibrate(observed, ctx.spec, ctx.gpu, max_evaluations=evaluations, previous=previous)
+        return calibrate(observed, ctx.spec, ctx.gpu, max_evaluations=evaluations, previous=previous, workers=None)
 
     def ranked(configs: Sequence[ServeConfig], cal: Calibration) -> list[Prediction]:
         found = [candidate(c, ctx) for c in configs]
-        return rank([c for c in found if c is not None], cal, demand)
+        return rank([c for c in found if c is not None], cal, demand, workers=None)
 
     return Model(fit, ranked)

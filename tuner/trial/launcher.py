@@ -19,7 +19,7 @@ from launch.config import ServeConfig
 from launch.docker_backend import start_docker_server
 from launch.readback import ReadBack
 from launch.server import start_server
-from launch.vllm_info import VllmInfo
+from launch.vllm_flags import VllmInfo
 
 Progress = Callable[[str], None]
 
