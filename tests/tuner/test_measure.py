@@ -8,7 +8,7 @@ import pytest
 from loadtest.host_cpu import HostCpu
 from loadtest.slo import SLO
 from tuner.trial.capacity import MeasurePlan, capacity_search, slo_excess
-from tuner.trial.level import level_line, level_of
+from tuner.trial.level import Level, level_line, level_of
 
 SLOS = (SLO("ttft", 95, 1000.0),)
 
@@ -25,6 +25,7 @@ class FakeReport:
     steady: None = None  # no steady-state judgement: these scripted levels are steady by construction
     duration_s: float = 10.0
     host: None = None  # the host's CPU use: not measured
+    server: dict = field(default_factory=dict)  # vLLM's /metrics over the level
 
     @property
     def slo_met(self):
@@ -171,6 +172,15 @@ def test_a_level_on_a_shared_host_says_how_much_other_work_ran():
     assert "other processes used 0.70 of the host's 2 cores" in level_line(level)
     assert level.to_dict()["host_cpu"]["others"] == pytest.approx(0.7)
     assert "other processes" not in level_line(level_of("rate", 5.0, None, FakeReport(900.0, 5.0, 5.0)))
+
+
+def test_a_level_keeps_what_vllm_counted_over_it_and_reads_back_whole():
+    counted = {"queue_time_mean_ms": 41.5, "server_ttft_mean_ms": 212.0, "requests_running_peak": 37.0}
+    level = level_of("rate", 5.0, None, swap(FakeReport(900.0, 5.0, 5.0), server=counted))
+    assert level.server.queue_time_mean_ms == 41.5 and level.server.server_ttft_mean_ms == 212.0
+    assert Level.from_dict(level.to_dict()) == level
+    older = {k: v for k, v in level.to_dict().items() if k != "server"}  # stored before levels kept it
+    assert Level.from_dict(older).server.queue_time_mean_ms is None
 
 
 def test_a_level_missed_on_a_shared_host_is_measured_once_more_and_only_once():

@@ -10,6 +10,7 @@ from typing import Any
 from loadtest.host_cpu import HostCpu
 from loadtest.records import ABANDONED
 from loadtest.report import LATE_GENERATOR_MS, LoadReport
+from loadtest.server_metrics import ServerSummary
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class Level:
     steady_holds: bool = True
     duration_s: float | None = None  # first scheduled send to last end
     host: HostCpu | None = None  # how busy the host was during the level (loadtest.host_cpu)
+    # vLLM's /metrics over the level: its queue time and TTFT as the engine saw them tell the front end's share
+    # of the client's TTFT from the engine's, which one trial's latencies alone do not (docs/perfmodel.md)
+    server: ServerSummary = field(default_factory=ServerSummary)
 
     @property
     def passed(self) -> bool:
@@ -63,14 +67,19 @@ class Level:
             "steady_holds": self.steady_holds,
             "duration_s": self.duration_s,
             "host_cpu": self.host.to_dict() if self.host is not None else None,
+            "server": self.server.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Level:
         """The stored form back; a key an older version did not write takes the field's default."""
-        known = {f.name for f in fields(cls)} - {"host"}
+        known = {f.name for f in fields(cls)} - {"host", "server"}
         host = d.get("host_cpu")
-        return cls(**{k: v for k, v in d.items() if k in known}, host=HostCpu.from_dict(host) if host else None)
+        return cls(
+            **{k: v for k, v in d.items() if k in known},
+            host=HostCpu.from_dict(host) if host else None,
+            server=ServerSummary.from_dict(d.get("server")),
+        )
 
 
 def level_of(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -> Level:
@@ -91,6 +100,7 @@ def level_of(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -
         *_steadiness(kind, rep),
         rep.duration_s,
         rep.host,
+        ServerSummary.from_dict(rep.server),
     )
 
 
