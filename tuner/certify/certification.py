@@ -4,11 +4,12 @@ The capacity search brackets the edge with levels that last several request life
 short, and the best of many short levels is biased upwards. A certified rate is one a fresh server held
 for ``soak_s`` (default 2 min on the CPU, 3 on a GPU) with every SLO met over the whole soak and over its
 last half, and no growing queue (loadtest.steady). Where a soak misses, the rate steps down by ``STEP``
-and the same server soaks again, down to the lowest rate the search saw hold — or, when the server completed
-fewer requests per second than that, to STEP below what it completed (a search estimate twice too high then
-costs one soak, not seven). Once a soak held, the rate between it and the lowest missed one is bisected
-while they are more than a step apart, so the certified rate is not far below what holds either. A soak
-that missed while other processes took a notable share of the host's cores is held once more at its rate.
+and a fresh server soaks again (one that a missed soak overloaded can stay slower for minutes:
+docs/certification.md), down to the lowest rate the search saw hold, or, when the server completed fewer requests per second than that, to STEP below what it completed
+(a search estimate twice too high then costs one soak, not seven). Once a soak held, the rate between it and
+the lowest missed one is bisected while they are more than a step apart, so the certified rate is not far
+below what holds either. A soak that missed while other processes took a notable share of the host's cores
+is held once more at its rate.
 """
 
 from __future__ import annotations
@@ -184,9 +185,13 @@ def certify(
 
     soaks: list[Soak] = []
     try:
-        with serve() as server:
+        with contextlib.ExitStack() as servers:
+            server = servers.enter_context(serve())
             rate: float | None = estimate if first is None else first
             while rate is not None:
+                if soaks and not soaks[-1].holds:  # the missed soak may have left this server worse: a fresh one
+                    servers.close()
+                    server = servers.enter_context(serve())
                 progress(f"certifying trial {trial}: soak at {rate:.3f} req/s for {soak_s:.0f} s")
                 soaks.append(run_soak(server.url, rate))
                 progress(soaks[-1].line())
