@@ -5,11 +5,11 @@ short, and the best of many short levels is biased upwards. A certified rate is 
 for ``soak_s`` (default 2 min on the CPU, 3 on a GPU) with every SLO met over the whole soak and over its
 last half, and no growing queue (loadtest.steady). Where a soak misses, the rate steps down by ``STEP``
 and a fresh server soaks again (one that a missed soak overloaded can stay slower for minutes:
-docs/certification.md), down to the lowest rate the search saw hold, or, when the server completed fewer requests per second than that, to STEP below what it completed
-(a search estimate twice too high then costs one soak, not seven). Once a soak held, the rate between it and
-the lowest missed one is bisected while they are more than a step apart, so the certified rate is not far
-below what holds either. A soak that missed while other processes took a notable share of the host's cores
-is held once more at its rate.
+docs/certification.md), down to the lowest rate the search saw hold, or, when the server completed fewer
+requests per second than that, to STEP below what it completed (a search estimate twice too high then costs
+one soak, not seven). Once a soak held, the rate between it and the lowest missed one is bisected while they
+are more than a step apart, so the certified rate is not far below what holds either. A soak that missed
+while other processes took a notable share of the host's cores is held once more at its rate.
 """
 
 from __future__ import annotations
