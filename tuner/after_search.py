@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Callable
 
 from launch.config import ServeConfig
 from tuner.certify.certification import Certification
@@ -77,16 +76,10 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
         first = twin_first_rate(stored(r.study).get(summary.best.number) if summary.best else None, twin)
         if first is not None:
             r.progress.say(f"trial {twin.number} (no speculation) soaks first at {first:.3f} req/s, the rate to beat")
-        run = functools.partial(_twin_first, certify_one, twin.number, first)
-        certify_study(r.study, summary, soak_s, run, whom, also=(twin,))
+        rates = {twin.number: first} if first is not None else {}
+        certify_study(r.study, summary, soak_s, certify_one, whom, also=(twin,), first=rates)
         summary = r.outputs.write(r.study)
     return summary
-
-
-def _twin_first(
-    certify_one: Callable[[TrialResult, float | None], Certification], twin: int, first: float | None, t: TrialResult
-) -> Certification:
-    return certify_one(t, first if t.number == twin else None)
 
 
 def _speculation_twin(r: TuneRun, summary: Summary, device: str | None) -> TrialResult | None:

@@ -143,15 +143,17 @@ def test_the_best_and_the_defaults_are_certified_once_and_kept_in_the_study():
     assert floor_rate(best) == 5.0
     study, runs = Attrs(), []
 
-    def run(t):
+    def run(t, first=None):
         runs.append(t.number)
-        return cert_of(t, t.best_rate * 0.9)
+        return cert_of(t, (first or t.best_rate) * 0.9)
 
     certify_study(study, summary, 30.0, run)
     certify_study(study, summary, 30.0, run)  # a resume: nothing soaked again
     assert runs == [1, 0] and set(stored(study)) == {0, 1}
     certify_study(study, summary, 60.0, run)  # another soak length: certified again
     assert runs == [1, 0, 1, 0]
+    certify_study(study, summary, 90.0, run, first={0: 20.0})  # trial 0 soaks first at a rate it was given
+    assert stored(study)[0].certified_rate == 18.0 and stored(study)[1].certified_rate == 0.9 * best.best_rate
 
 
 def test_the_headline_compares_like_with_like():

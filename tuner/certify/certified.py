@@ -8,7 +8,7 @@ with another soak length, or of a trial that is no longer the best or the defaul
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from tuner.certify.certification import Certification
@@ -58,17 +58,19 @@ def certify_study(
     study: AttrStore,
     summary: Summary,
     soak_s: float,
-    run: Callable[[TrialResult], Certification],
+    run: Callable[[TrialResult, float | None], Certification],
     whom: str = "all",
     also: tuple[TrialResult, ...] = (),
+    first: Mapping[int, float] | None = None,
 ) -> dict[int, Certification]:
-    """Certify what needs it (reusing stored certifications of the same soak length) and store the new ones.
+    """Certify what needs it (reusing stored certifications of the same soak length) and store the new ones;
+    ``run(trial, first_rate)`` soaks one, from ``first``'s rate for that trial where given, else its estimate.
     ``also``: further trials to certify (a speculating winner's twin without speculation: tuner.certify.spec_rule)."""
     have = stored(study)
     for trial in [*to_certify(summary, whom), *(t for t in also if t.best_rate)]:
         old = have.get(trial.number)
         if old is not None and old.soak_s == soak_s:
             continue
-        have[trial.number] = run(trial)
+        have[trial.number] = run(trial, (first or {}).get(trial.number))
         study.set_user_attr(STUDY_ATTR, [c.to_dict() for c in have.values()])
     return have
