@@ -224,6 +224,38 @@ def test_defaults_certified_above_the_search_winner_are_kept(tmp_path):
     assert kept.best.number == 3 and kept.overruled is None
 
 
+def test_certify_each_soaks_every_configuration_that_met_the_slo_once():
+    base, best = trial(0, 4.0, baseline=True), trial(1, 10.0, seqs=64)
+    other, again, failed = trial(2, 8.0, seqs=32), trial(3, 7.0, seqs=32), trial(4, None, seqs=16)
+    summary = summarize([base, best, other, again, failed])
+    assert [t.number for t in to_certify(summary, "each")] == [1, 0, 2]  # trial 3 repeats trial 2's configuration
+    assert [t.number for t in to_certify(summary, "all")] == [1, 0]
+
+
+def test_the_configuration_that_certified_the_highest_rate_wins_and_every_file_says_so(tmp_path):
+    # the search ranked trial 1 first on its short levels; trial 2 certified more: launch.sh runs trial 2
+    base, best, other = trial(0, 4.0, baseline=True), trial(1, 10.0, seqs=64), trial(2, 8.0, seqs=32)
+    certs = {1: cert_of(best, 6.0), 0: cert_of(base, 3.0), 2: cert_of(other, 7.5)}
+    scripts: list[int] = []
+
+    def script(path, b, head):
+        scripts.append(b.number)
+        path.write_text(f"# {head.rate_text()}\n")
+
+    s = write_outputs(tmp_path, [base, best, other], {"slo": "x", "notes": []}, script, write_report, None, certs)
+    assert s.best.number == 2 and s.overruled.number == 1 and scripts == [2]
+    doc = json.loads((tmp_path / "best.json").read_text())
+    assert doc["best"]["trial"] == 2 and doc["certified_rate_req_s"] == 7.5
+    assert doc["gain_over_baseline"] == pytest.approx(1.5) and doc["headline"]["gain_basis"] == CERTIFIED
+    line = doc["headline"]["line"]
+    assert "+150% over vLLM's defaults" in line and "trial 1, certified only 6.000 req/s" in line
+    assert line in unescape((tmp_path / "report.html").read_text())
+    # a certification of another soak length is not compared: the search's best stays
+    stale = {**certs, 2: cert_of(other, 7.5, soak_s=60.0)}
+    kept = write_outputs(tmp_path, [base, best, other], {"slo": "x", "notes": []}, script, write_report, None, stale)
+    assert kept.best.number == 1 and kept.overruled is None
+
+
 def test_a_layout_over_more_gpus_states_its_gain_per_gpu():
     """Four GPUs certified at 9 req/s against the defaults' one GPU at 3: +200 % for the host, −25 % per GPU."""
     base = trial(0, 4.0, baseline=True)

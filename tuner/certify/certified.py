@@ -1,7 +1,9 @@
 """Which configurations a study certifies, and where their certifications are kept.
 
 After the search (and any --confirm), the best configuration and vLLM's defaults are each certified
-(tuner.certify.certification) so that the headline gain compares like with like. Certifications live in the study
+(tuner.certify.certification) so that the headline gain compares like with like; with ``--certify each``
+every configuration that met the SLO is, and the one that certified the highest rate wins
+(tuner.certify.summary.certified_summary). Certifications live in the study
 (user attribute ``certifications``), so a resumed study keeps them instead of soaking again; one made
 with another soak length, or of a trial that is no longer the best or the defaults, is not reused.
 """
@@ -34,17 +36,24 @@ def stored(study: AttrStore) -> dict[int, Certification]:
     return out
 
 
-WHOM = ("all", "best", "baseline")
+WHOM = ("all", "best", "baseline", "each")
 
 
 def to_certify(summary: Summary, whom: str = "all") -> list[TrialResult]:
-    """The best, and vLLM's defaults when they met the SLO and are not the best (``whom``: WHOM)."""
+    """The best, and vLLM's defaults when they met the SLO and are not the best (``whom``: WHOM); with "each"
+    then every other configuration that met the SLO, one trial each (its first), in trial order."""
     best, base = summary.best, summary.baseline
     if best is None:
         return []
-    out = [best] if whom in ("all", "best") else []
-    if whom in ("all", "baseline") and base is not None and base.number != best.number and base.slo_met:
+    out = [best] if whom in ("all", "best", "each") else []
+    if whom in ("all", "baseline", "each") and base is not None and base.number != best.number and base.slo_met:
         out.append(base)
+    if whom == "each":
+        seen = {t.config for t in out}
+        for t in sorted(summary.measurements, key=lambda r: r.number):
+            if t.slo_met and t.config not in seen:
+                out.append(t)
+                seen.add(t.config)
     return [t for t in out if t.best_rate]
 
 

@@ -39,7 +39,7 @@ class Headline:
     basis: str | None  # CERTIFIED | CONFIRMED | SEARCH; None without a gain
     single_measurement: bool = False  # the gain rests on one search measurement of the best or the defaults
     certification_failed: bool = False  # a soak was asked for and none held
-    overruled_trial: int | None = None  # the search's best, certified below vLLM's defaults
+    overruled_trial: int | None = None  # the search's best, certified below vLLM's defaults (or another trial)
     overruled_req_s: float | None = None
     gpus: tuple[int, int] | None = None  # (best, defaults) when their layouts differ: the gain is then per GPU
     shared_host: HostCpu | None = None  # the certifying soak's host, when other processes used a notable share
@@ -65,13 +65,20 @@ class Headline:
         why = "no soak held" if self.certification_failed else "not certified"
         return f"{self.estimate_req_s:.3f} req/s, the search's estimate ({why})"
 
+    def overruled_text(self) -> str:
+        held = "no rate" if self.overruled_req_s is None else f"only {self.overruled_req_s:.3f} req/s"
+        return (
+            f"the search's best, trial {self.overruled_trial}, certified {held} (its short search levels overstated it)"
+        )
+
     def gain_text(self) -> str:
+        if self.overruled_trial is not None and self.best_is_baseline:
+            return f"vLLM's defaults are kept: {self.overruled_text()}"
         if self.overruled_trial is not None:
-            held = "no rate" if self.overruled_req_s is None else f"only {self.overruled_req_s:.3f} req/s"
-            return (
-                f"vLLM's defaults are kept: the search's best, trial {self.overruled_trial}, certified {held} "
-                "(its short search levels overstated it)"
-            )
+            return f"{self._gain_text()}; it certified the highest rate: {self.overruled_text()}"
+        return self._gain_text()
+
+    def _gain_text(self) -> str:
         if self.best_is_baseline:
             return "vLLM's defaults were the best configuration tried"
         if self.gain is None or self.basis is None:
@@ -148,7 +155,7 @@ def _headline(
     )
     if summary.overruled is not None:
         lost = certifications.get(summary.overruled.number)
-        return replace(
+        stated = replace(
             stated, overruled_trial=summary.overruled.number, overruled_req_s=lost.certified_rate if lost else None
         )
     if best.is_baseline:

@@ -107,23 +107,36 @@ def summarize(results: list[TrialResult]) -> Summary:
 
 
 def certified_summary(summary: Summary, certifications: Mapping[int, Certification]) -> Summary:
-    """The summary with the certifications' verdict: when vLLM's defaults certified a higher rate than the
-    search's best (or the best certified none), the defaults are the best and launch.sh runs them; the
-    search's winner is kept as ``overruled``."""
-    best, base = summary.best, summary.baseline
-    if best is None or base is None or best.number == base.number:
+    """The summary with the certifications' verdict: the configuration that certified the highest rate (of the
+    best's soak length) is the best, and launch.sh runs it; where that is not the search's best (or the best
+    certified none), the search's winner is kept as ``overruled``. Without --certify each the contenders are the
+    best and vLLM's defaults."""
+    best = summary.best
+    mine = certifications.get(best.number) if best is not None else None
+    if best is None or mine is None:
         return summary
-    mine, theirs = certifications.get(best.number), certifications.get(base.number)
-    if mine is None or theirs is None or theirs.certified_rate is None:
+    rivals = [
+        (c.certified_rate, c.trial)
+        for c in certifications.values()
+        if c.trial != best.number and c.certified_rate is not None and c.soak_s == mine.soak_s
+    ]
+    if not rivals:
         return summary
-    if mine.certified_rate is not None and mine.certified_rate >= theirs.certified_rate:
+    top_rate, top_number = max(rivals, key=lambda x: (x[0], -x[1]))
+    if mine.certified_rate is not None and mine.certified_rate >= top_rate:
         return summary
-    top = (base, *(t for t in summary.top if t.number != base.number))
+    winner = next((r for r in summary.measurements if r.number == top_number), None)
+    if winner is None:  # a certification of a trial the results no longer hold
+        return summary
+    same = tuple(r.capacity_req_s for r in summary.measurements if r.config == winner.config)
+    top = (winner, *(t for t in summary.top if t.number != winner.number))
+    is_base = summary.baseline is not None and winner.number == summary.baseline.number
+    base_mean = _mean(summary.baseline_capacities) if summary.baseline_capacities else 0.0
     return replace(
         summary,
-        best=base,
-        best_capacities=summary.baseline_capacities,
-        gain_over_baseline=None,
+        best=winner,
+        best_capacities=same,
+        gain_over_baseline=None if is_base or base_mean <= 0 else _mean(same) / base_mean - 1.0,
         top=top,
         overruled=best,
     )

@@ -88,9 +88,10 @@ FIELDS: dict[str, Field] = {
     "certify": Field(
         str,
         "whom the certifying soaks hold to their stated rate: 'all' (the best and vLLM's defaults, for a "
-        "like-for-like gain), 'best', or 'baseline' (e.g. one per call where a machine is lent briefly)",
+        "like-for-like gain), 'best', 'baseline' (e.g. one per call where a machine is lent briefly), or 'each' "
+        "(every configuration that met the SLO; the highest certified rate wins)",
         "all",
-        rules.choice("all", "best", "baseline"),
+        rules.choice("all", "best", "baseline", "each"),
     ),
     "output_tokens": Field(
         int,
