@@ -3,9 +3,10 @@
 # weights (--load-format dummy), `chat`, ttft_p95=2s,tpot_p95=60ms: the model, workload and SLO of the committed
 # study results/h200-llama-3-8b-a30/ and grid results/grid-h200-llama-3-8b-a30/. Runs there from the repo root:
 #   bash scripts/gpu/h200-predict.sh TRIALS TIME_BUDGET_S HARD_LIMIT_S
-# vLLM comes over in parts, each carried in its own folder by one call (.xs0/part00, .xs1/part01, then
-# .xs2/part02 and .xs2/gpu-cache.tgz with this script's call): every part is copied to /tmp/stage, and once
-# all are there they are unpacked (../shared/gpu/README.md).
+# vLLM comes over in parts (VLLM_PARTS, default 4: ../shared/gpu/build-stage's archive re-split into 40-MB pieces so
+# that the working tree and one part stay under the 64 MiB a call carries), each carried in its own folder by one
+# call (.xs0/part00 … .xs3/part03, the last with this script's call; .xs2/gpu-cache.tgz optional): every part is
+# copied to /tmp/stage, and once all are there they are unpacked (../shared/gpu/README.md).
 # The study lives in /tmp/keep-<its folder name> between calls on one machine (the working tree is sent again with each
 # call); a call on a fresh machine resumes from results/h200-llama-3-8b-a30-predict/study.db when that is there.
 # PREDICT_SAMPLE: --predict-sample (default 60: each call ranks the sample again, ~0.5-1 s a configuration). SOAK: --soak-seconds (default 0: nothing certified).
@@ -29,11 +30,11 @@ T0=$(date +%s)
 el() { echo $(( $(date +%s) - T0 )); }
 log() { echo "[h200-predict $(el)s $(date -u +%H:%M:%SZ)] $*"; }
 mkdir -p /tmp/stage
-for d in .xs0 .xs1 .xs2; do
+for d in .xs0 .xs1 .xs2 .xs3; do
   for p in "$d"/part*; do [ -f "$p" ] && cp "$p" /tmp/stage/ && log "staged $p"; done
 done
 if [ ! -d /tmp/gpusite/vllm ]; then
-  [ "$(ls /tmp/stage/part* 2>/dev/null | wc -l)" = 3 ] || { log "not every part is in /tmp/stage yet"; exit 0; }
+  [ "$(ls /tmp/stage/part* 2>/dev/null | wc -l)" = "${VLLM_PARTS:-4}" ] || { log "not every part is in /tmp/stage yet"; exit 0; }
   cat /tmp/stage/part* | tar -xJ -C /tmp && log "unpacked vLLM"
 fi
 [ -f .xs2/gpu-cache.tgz ] && [ ! -d ~/.cache/vllm ] && tar -xzf .xs2/gpu-cache.tgz -C ~ && log "restored compile caches"
