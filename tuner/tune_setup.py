@@ -83,7 +83,7 @@ def trial_context(inp: Inputs, log_dir: Path) -> TrialContext:
         log_dir=log_dir,
         vllm_version=inp.vllm.version,
         tokenizer=str(inp.model_dir),
-        actual_memory_bytes=inp.actual_gpu.memory_bytes if inp.actual_gpu else None,
+        actual_gpu=inp.actual_gpu,
         startup_timeout_s=s.startup_timeout,
         env=dict(base_config(inp).env),
         output_tokens=s.output_tokens,

@@ -70,3 +70,27 @@ def test_short_levels_carry_the_plans_sizes():
     s = short_levels(PLAN)
     assert (s.probe_requests, s.probe_concurrency, s.min_level_requests) == (48, 32, 12)
     assert s.level_requests(2.0) == PLAN.level_requests(2.0)
+
+
+def test_an_emulated_gpu_is_timed_at_the_speed_of_the_device_emulating_it(tmp_path):
+    """A30 memory emulated on an H200 runs at the H200's speed: the model's KV reads cost the H200's bandwidth
+    (run b on 2026-12-02 timed them at the A30's, 5x slower, and over-predicted its fp8 launches)."""
+    from pathlib import Path
+
+    from tuner.budget.gpu import GPUProfile
+    from tuner.model.spec import ModelSpec
+    from tuner.search.predict_model import perf_model
+    from tuner.synthetic import shape_config
+    from tuner.trial.context import TrialContext
+
+    a30, h200 = GPUProfile.load("a30"), GPUProfile.load("h200")
+    levels = (level("probe", conc=8), level("rate", rate=2.0, duration=6.0))
+    result = TrialResult(0, COMPLETE, True, ServeConfig(model="/m"), slo_met=True, goodput_req_s=2.0,
+                         best_rate=2.0, report=ReportSummary(ttft_ms=Dist(p50=50.0)), levels=levels,
+                         budget=BUDGET)  # fmt: skip
+    spec = ModelSpec.from_config(shape_config("llama-tiny"))
+    ctx = TrialContext(spec, a30, parse_slos("ttft_p95=2s"), load_workload("chat"), PLAN, "py", Path(tmp_path),
+                       actual_gpu=h200)  # fmt: skip
+    assert ctx.speed_gpu is h200
+    cal = perf_model(ctx).calibrate([result], None)
+    assert cal.costs.per_kv_byte_s == 1.0 / h200.bandwidth_bytes_s != 1.0 / a30.bandwidth_bytes_s

@@ -58,6 +58,20 @@ def test_files_state_predicted_against_measured_only_for_launched_trials(tmp_pat
     assert best["prediction_median_abs_error"] == pytest.approx(0.1)
     html = (tmp_path / "report.html").read_text()
     assert "Predicted vs measured" in html and "+10.0 %" in html and "engine family x was not calibrated" in html
+    assert best["prediction_median_abs_error_vs_certified"] is None and "error vs certified" not in html
+
+    # --certify each: trial 1 certified 16.0 req/s; the error against it is stated beside the search's
+    from tuner.certify.certification import Certification, Soak
+
+    held = Soak(16.0, 60.0, True, (), 16.0, 160.0, 16.0, {"ttft_p95": 900.0}, {}, ReportSummary())
+    certs = {1: Certification(1, 20.0, 60.0, (held,))}
+    write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, lambda *a: None, write_report, None, certs)
+    best = json.loads((tmp_path / "best.json").read_text())
+    assert best["predictions"][0]["certified_req_s"] == 16.0
+    assert best["predictions"][0]["error_vs_certified"] == pytest.approx(0.375)
+    assert best["prediction_median_abs_error_vs_certified"] == pytest.approx(0.375)
+    html = (tmp_path / "report.html").read_text()
+    assert "error vs certified" in html and "+37.5 %" in html and "against the certified rates" in html
 
 
 def test_a_study_without_predict_writes_an_empty_column_and_no_predictions(tmp_path):

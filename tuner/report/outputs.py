@@ -120,12 +120,20 @@ def best_document(
     }
 
 
-def with_predictions(document: dict[str, Any], results: list[TrialResult]) -> dict[str, Any]:
-    """best.json with perfmodel's prediction against the measurement of each trial it launched (--predict)."""
-    rows = predictions(results)
+def with_predictions(
+    document: dict[str, Any], results: list[TrialResult], certifications: Mapping[int, Certification] | None = None
+) -> dict[str, Any]:
+    """best.json with perfmodel's prediction against the measurement of each trial it launched (--predict), and
+    against its certified rate where a soak certified it (--certify each)."""
+    rows = predictions(results, certifications)
     if not rows:
         return document
-    return {**document, "predictions": rows, "prediction_median_abs_error": median_error(rows)}
+    return {
+        **document,
+        "predictions": rows,
+        "prediction_median_abs_error": median_error(rows),
+        "prediction_median_abs_error_vs_certified": median_error(rows, "error_vs_certified"),
+    }
 
 
 class ScriptWriter(Protocol):
@@ -178,7 +186,7 @@ def write_outputs(
     tmp = out / "trials.csv.tmp"
     frame.to_csv(tmp, index=False)
     os.replace(tmp, out / "trials.csv")
-    document = with_predictions(best_document(summary, meta, head, certifications), results)
+    document = with_predictions(best_document(summary, meta, head, certifications), results, certifications)
     figures = CostFigures.from_dict(json.loads(json.dumps(document, default=str)))  # the figures as written
     price = gpu_price(figures)
     document["cost"] = cost_document(figures, *price)  # $ per million output tokens at the stated rates

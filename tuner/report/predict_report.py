@@ -10,6 +10,7 @@ from dataclasses import replace
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from tuner.certify.certification import Certification
 from tuner.report.svg import xy_chart
 from tuner.trial.result import PREDICTED, Predicted, TrialResult, TrialState
 
@@ -33,9 +34,13 @@ def measured_rate(r: TrialResult) -> float | None:
     return r.best_rate if r.state == TrialState.COMPLETE and r.slo_met and r.best_rate else None
 
 
-def predictions(results: Sequence[TrialResult]) -> list[dict[str, Any]]:
+def predictions(
+    results: Sequence[TrialResult], certifications: Mapping[int, Certification] | None = None
+) -> list[dict[str, Any]]:
     """One entry per trial launched by the model: the capacity predicted before its launch, the one measured
-    (its best passing rate; None when none passed) and the relative error; [] when no trial was."""
+    (its best passing rate; None when none passed) and the relative error; where a soak certified the trial
+    (--certify each), its certified rate and the error against that too; [] when no trial was."""
+    certs = certifications or {}
     rows = []
     for r in sorted(results, key=lambda r: r.number):
         pred = r.predicted
@@ -43,14 +48,17 @@ def predictions(results: Sequence[TrialResult]) -> list[dict[str, Any]]:
             continue
         predicted = pred.capacity_req_s
         measured = r.best_rate if r.state == TrialState.COMPLETE and r.slo_met else None
-        error = (predicted - measured) / measured if predicted is not None and measured else None
+        cert = certs.get(r.number)
+        certified = cert.certified_rate if cert is not None else None
         rows.append(
             {
                 "trial": r.number,
                 "state": r.state,
                 "predicted_capacity_req_s": predicted,
                 "measured_capacity_req_s": measured,
-                "error": error,
+                "error": _error(predicted, measured),
+                "certified_req_s": certified,
+                "error_vs_certified": _error(predicted, certified),
                 "demonstrated_error_before": pred.demonstrated_error,
                 "extrapolated": pred.extrapolated,
                 "unseen": pred.unseen,
@@ -59,8 +67,13 @@ def predictions(results: Sequence[TrialResult]) -> list[dict[str, Any]]:
     return rows
 
 
-def median_error(rows: Sequence[dict[str, Any]]) -> float | None:
-    errors = [abs(r["error"]) for r in rows if r["error"] is not None]
+def _error(predicted: float | None, measured: float | None) -> float | None:
+    return (predicted - measured) / measured if predicted is not None and measured else None
+
+
+def median_error(rows: Sequence[dict[str, Any]], key: str = "error") -> float | None:
+    """Median |error| over the rows that have one (``key``: "error", or "error_vs_certified")."""
+    errors = [abs(r[key]) for r in rows if r.get(key) is not None]
     return statistics.median(errors) if errors else None
 
 
@@ -69,34 +82,56 @@ def _unmeasured(state: str) -> str:
     return "" if state == TrialState.COMPLETE else state
 
 
-def section(results: Sequence[TrialResult]) -> str:
+def section(results: Sequence[TrialResult], certifications: Mapping[int, Certification] | None = None) -> str:
     """The report's 'Predicted vs measured' section; empty when the model launched nothing."""
-    rows = predictions(results)
+    rows = predictions(results, certifications)
     if not rows:
         return ""
-    med = median_error(rows)
-    pts = [(r["predicted_capacity_req_s"], r["measured_capacity_req_s"]) for r in rows if r["error"] is not None]
-    chart = xy_chart(
-        [("launched trials", pts, "dot"), ("predicted = measured", _diagonal(pts), "line")],
-        title="Predicted vs measured capacity",
-        xlabel="predicted (req/s)",
-        ylabel="measured (req/s)",
-        labels=[
-            (x, y, f"#{r['trial']}") for (x, y), r in zip(pts, [r for r in rows if r["error"] is not None], strict=True)
-        ],
-    )
-    head = "".join(f"<th>{c}</th>" for c in ("trial", "predicted req/s", "measured req/s", "error", "note"))
-    body = "".join(
-        f"<tr><td>{r['trial']}</td><td>{_num(r['predicted_capacity_req_s'])}</td>"
-        f"<td>{_num(r['measured_capacity_req_s'])}</td><td>{_pct(r['error'])}</td>"
-        f"<td>{escape(r['unseen'] or r['extrapolated'] or _unmeasured(r['state']))}</td></tr>"
-        for r in rows
-    )
-    summary = f"median |error| {_pct(med)} over {sum(r['error'] is not None for r in rows)} launches"
+    certified = any(r["certified_req_s"] is not None for r in rows)
+    summary = f"median |error| {_pct(median_error(rows))} over {_count(rows, 'error')} launches"
+    if certified:
+        summary += (
+            f"; against the certified rates (--certify each): median |error| "
+            f"{_pct(median_error(rows, 'error_vs_certified'))} over {_count(rows, 'error_vs_certified')}"
+        )
     return (
         "<h2>Predicted vs measured (--predict)</h2>"
         f"<p>perfmodel's steady-state capacity, predicted before each launch, against the capacity the launch "
-        f"measured; {summary}.</p><table><tr>{head}</tr>{body}</table>{chart}"
+        f"measured (its search's best passing rate); {summary}.</p>{_table(rows, certified)}{_chart(rows)}"
+    )
+
+
+def _count(rows: Sequence[dict[str, Any]], key: str) -> int:
+    return sum(r[key] is not None for r in rows)
+
+
+def _table(rows: Sequence[dict[str, Any]], certified: bool) -> str:
+    cols = ["trial", "predicted req/s", "measured req/s", "error"]
+    cols += ["certified req/s", "error vs certified"] if certified else []
+    head = "".join(f"<th>{c}</th>" for c in [*cols, "note"])
+    body = "".join(
+        f"<tr><td>{r['trial']}</td><td>{_num(r['predicted_capacity_req_s'])}</td>"
+        f"<td>{_num(r['measured_capacity_req_s'])}</td><td>{_pct(r['error'])}</td>"
+        + (f"<td>{_num(r['certified_req_s'])}</td><td>{_pct(r['error_vs_certified'])}</td>" if certified else "")
+        + f"<td>{escape(r['unseen'] or r['extrapolated'] or _unmeasured(r['state']))}</td></tr>"
+        for r in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _chart(rows: Sequence[dict[str, Any]]) -> str:
+    searched = [r for r in rows if r["error"] is not None]
+    certified = [r for r in rows if r["error_vs_certified"] is not None]
+    pts = [(r["predicted_capacity_req_s"], r["measured_capacity_req_s"]) for r in searched]
+    cpts = [(r["predicted_capacity_req_s"], r["certified_req_s"]) for r in certified]
+    series = [("launched trials (search)", pts, "dot")]
+    series += [("certified", cpts, "dot")] if cpts else []
+    return xy_chart(
+        [*series, ("predicted = measured", _diagonal([*pts, *cpts]), "line")],
+        title="Predicted vs measured capacity",
+        xlabel="predicted (req/s)",
+        ylabel="measured (req/s)",
+        labels=[(x, y, f"#{r['trial']}") for (x, y), r in zip(pts, searched, strict=True)],
     )
 
 

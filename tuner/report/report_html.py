@@ -197,7 +197,7 @@ def render(
         f"<h2>Certification</h2>{_certifications(certifications or {})}{_speculation(meta)}{_sample(meta)}"
         f"<h2>Cost</h2><pre>{escape(chr(10).join(cost)) or 'not stated'}</pre>"
         f"<h2>Winning configuration</h2><table>{best_cfg or '<tr><td>none</td></tr>'}</table>"
-        f"<h2>Charts</h2>{_charts(results, summary, importances or {})}{predicted_section(results)}"
+        f"<h2>Charts</h2>{_charts(results, summary, importances or {})}{predicted_section(results, certifications)}"
         f"<h2>All trials</h2>{_trials_table(results)}"
         f"<h2>Settings</h2><table>{settings}</table><h2>Versions</h2><table>{versions}</table>"
         "</body></html>"

@@ -124,7 +124,10 @@ def perf_model(ctx: TrialContext) -> Model:
     def fit(measured: Sequence[TrialResult], previous: Calibration | None) -> Calibration:
         observed = [o for r in measured for o in observed_levels(r, demand, ctx.plan)]
         evaluations = FIRST_EVALUATIONS if previous is None else REFIT_EVALUATIONS
-        return calibrate(observed, ctx.spec, ctx.gpu, max_evaluations=evaluations, previous=previous, workers=None)
+        # the steps run at the speed of the device serving (an emulated A30 runs at the H200's); the KV blocks
+        # come from the emulated memory (candidate)
+        speed = ctx.speed_gpu
+        return calibrate(observed, ctx.spec, speed, max_evaluations=evaluations, previous=previous, workers=None)
 
     def ranked(configs: Sequence[ServeConfig], cal: Calibration) -> list[Prediction]:
         found = [candidate(c, ctx) for c in configs]

@@ -64,7 +64,7 @@ class TrialContext:
     log_dir: Path
     vllm_version: str | None = None
     tokenizer: str | None = None
-    actual_memory_bytes: int | None = None  # set when the GPU profile is emulated on a larger device
+    actual_gpu: GPUProfile | None = None  # the larger device emulating ``gpu``'s memory: its speed is what runs
     startup_timeout_s: float = 900.0
     env: Mapping[str, str] = field(default_factory=dict)
     output_tokens: int | None = None
@@ -79,6 +79,11 @@ class TrialContext:
     # each trial's timeline (tuner.report.company): wall-clock seconds, comparable between the trials of one host
     wall_clock: Callable[[], float] = field(default=time.time, compare=False)
     host: str = field(default_factory=socket.gethostname)
+
+    @property
+    def speed_gpu(self) -> GPUProfile:
+        """The device whose speed the servers run at: the emulating one where ``gpu``'s memory is emulated."""
+        return self.actual_gpu or self.gpu
 
     def uncut(self) -> TrialContext:
         """The context of a re-measurement or a soak: never cut short, neither as hopeless nor by the budget."""
@@ -112,11 +117,12 @@ def launched_config(config: ServeConfig, ctx: TrialContext, device: str | None =
     """The config really started: with memory emulation, gmu is rescaled so that vLLM's budget
     (total × gmu) equals the emulated GPU's, and the batch limits vLLM would pick on the emulated GPU
     (its defaults depend on device memory) are pinned. Speed is not emulated. ``device``: pinned to it."""
-    if ctx.actual_memory_bytes is not None and not ctx.gpu.is_cpu:
+    if ctx.actual_gpu is not None and not ctx.gpu.is_cpu:
         eff = effective(config, ctx.gpu, ctx.vllm_version)
+        gmu = emulated_gmu(ctx.gpu, ctx.actual_gpu.memory_bytes, eff.gpu_memory_utilization)
         config = replace(
             config,
-            gpu_memory_utilization=round(emulated_gmu(ctx.gpu, ctx.actual_memory_bytes, eff.gpu_memory_utilization), 4),
+            gpu_memory_utilization=round(gmu, 4),
             max_num_seqs=eff.max_num_seqs,
             max_num_batched_tokens=eff.max_num_batched_tokens,
         )
