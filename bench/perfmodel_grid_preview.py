@@ -94,7 +94,7 @@ def preview(grid: Grid, cals: dict[str, dict]) -> list[str]:
     for i, p in enumerate(points):
         config = ServeConfig(grid.shape, env=grid.env, **p["point"])
         budget = estimate_budget(spec, gpu, config, vllm_version=grid.vllm, env=dict(grid.env))
-        pred = predict(Candidate.of(config, budget), cal, demand, grid.plan, seed=1000 + i)
+        pred = predict(Candidate.of(config, budget), cal, demand, grid.plan, seed=1000 + i, extrapolate_kv=True)
         rows.append((p["point"], p["goodput_req_s"], pred.goodput_req_s or 0.0, pred.capacity_req_s or 0.0))
     best = max(m for _, m, _, _ in rows)
     rho = spearmanr([m for _, m, _, _ in rows], [g for _, _, g, _ in rows]).statistic

@@ -75,7 +75,7 @@ def main() -> None:
     cands = [c for c in found if c is not None]
 
     def ranking(workers: int | None):  # noqa: ANN202
-        return rank(cands, cals[0], demand, workers=workers)
+        return rank(cands, cals[0], demand, workers=workers, extrapolate_kv=True)
 
     ranks = [timed(f"ranking of {len(cands)} configurations", w, ranking) for w in (1, None)]
     print(f"  the same ranking: {ranks[0] == ranks[1]}; top {ranks[0][0].capacity_req_s} req/s")

@@ -88,7 +88,7 @@ def predict_all(
     for r in results:
         obs = observed[r.number]
         t0 = time.monotonic()
-        p = predict(Candidate(obs.config, obs.engine), cal, obs.demand, study.plan, seed=obs.seed)
+        p = predict(Candidate(obs.config, obs.engine), cal, obs.demand, study.plan, seed=obs.seed, extrapolate_kv=True)
         secs = time.monotonic() - t0
         role = "calibration" if r.number in cal.trials else "predicted"
         if p.unseen:

@@ -1,11 +1,14 @@
 """Engine families: configurations whose step times one calibration describes. Same weights (a quantized
-variant is another family), same speculative decoding, same tensor parallelism, same GPU and vLLM build.
-The KV cache dtype is carried over physically (``Costs.per_kv_byte_s``: an fp8 cache reads half the bytes),
-so a prediction for a dtype the calibration has not seen is made but marked as extrapolated."""
+variant is another family), same speculative decoding, same tensor parallelism, same KV cache dtype, same GPU
+and vLLM build. The KV dtype is part of it because an fp8 cache changes the attention kernels vLLM runs, not
+only the bytes read: on the H200 with vLLM 0.26 two fp8 configurations certified 8 % below vLLM's defaults
+where halving their KV reads predicted them 21-22 % higher (results/h200-llama-3-8b-a30-predict-2026-12-02-b-each).
+``rank.predict(..., extrapolate_kv=True)`` still makes that bytes-scaled prediction, marked extrapolated, for
+the offline benches that compare it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
@@ -18,9 +21,13 @@ class Family:
     model: str  # the weights' directory name
     speculative: str  # "off", or method and tokens: draft-and-verify steps are another machine
     tensor_parallel: int
+    kv_dtype: str  # "auto" or the cache dtype (fp8, ...)
 
     def __str__(self) -> str:
-        return f"{self.model}, speculative {self.speculative}, TP {self.tensor_parallel}"
+        return f"{self.model}, speculative {self.speculative}, TP {self.tensor_parallel}, KV {self.kv_dtype}"
+
+    def but_kv(self, kv_dtype: str) -> Family:
+        return replace(self, kv_dtype=kv_dtype)
 
 
 def family_of(config: ServeConfig) -> Family:
@@ -29,7 +36,7 @@ def family_of(config: ServeConfig) -> Family:
     spec = "off"
     if speculation_on(config.speculative_method):
         spec = f"{config.speculative_method}:{config.num_speculative_tokens or 1}"
-    return Family(PurePath(config.model).name, spec, config.tensor_parallel_size or 1)
+    return Family(PurePath(config.model).name, spec, config.tensor_parallel_size or 1, kv_dtype_of(config))
 
 
 def kv_dtype_of(config: ServeConfig) -> str:

@@ -7,7 +7,8 @@ predicted capacity, each with the error the model has shown so far and a flag wh
         p.capacity_req_s, p.demonstrated_error, p.extrapolated, p.unseen
 
 A candidate of another engine family (other weights, speculative decoding on or off, another tensor
-parallelism) is not predicted (``unseen`` says why) and ranks last: the search measures it instead.
+parallelism, another KV cache dtype) is not predicted (``unseen`` says why) and ranks last: the search measures
+it instead.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from perfmodel.calibrate import Prior, fit
 from perfmodel.capacity import SteadyState, predict_search, steady_capacity
 from perfmodel.config import EngineConfig
 from perfmodel.costs import Costs
-from perfmodel.family import Family, family_of, kv_dtype_of
+from perfmodel.family import Family, family_of
 from perfmodel.observed import ObservedTrial
 from perfmodel.pool import parallel_map
 from perfmodel.protocol import ShortLevelSearch
@@ -58,8 +59,7 @@ class Check:
 
 @dataclass(frozen=True)
 class Calibration:
-    family: Family
-    kv_dtypes: frozenset[str]  # KV cache dtypes among the trials fitted
+    family: Family  # its KV dtype included
     costs: Costs
     trials: tuple[int, ...]  # the trials fitted
     loss: float
@@ -76,7 +76,6 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         return {
             "family": vars(self.family),
-            "kv_dtypes": sorted(self.kv_dtypes),
             "costs": self.costs.to_dict(),
             "trials": list(self.trials),
             "loss": self.loss,
@@ -85,9 +84,11 @@ class Calibration:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Calibration:
+        fam = d["family"]
+        if "kv_dtype" not in fam:  # stored before the KV dtype was part of the family: the one it was fitted to
+            fam = {**fam, "kv_dtype": "auto" if "auto" in d.get("kv_dtypes", ["auto"]) else d["kv_dtypes"][0]}
         return cls(
-            Family(**d["family"]),
-            frozenset(d["kv_dtypes"]),
+            Family(**fam),
             Costs.from_dict(d["costs"]),
             tuple(d["trials"]),
             float(d["loss"]),
@@ -150,9 +151,8 @@ def calibrate(
         priors=(prior,),
         workers=workers,
     )
-    kv = frozenset(kv_dtype_of(t.config) for t in trials)
     checks = previous.checks if previous is not None else ()
-    return Calibration(family, kv, result.costs, tuple(t.number for t in trials), result.loss, checks)
+    return Calibration(family, result.costs, tuple(t.number for t in trials), result.loss, checks)
 
 
 @dataclass(frozen=True)
@@ -182,14 +182,17 @@ def predict(
     how: SteadyState | ShortLevelSearch = STEADY,
     *,
     seed: int = 0,
+    extrapolate_kv: bool = False,
 ) -> Prediction:
-    """One candidate's capacity: steady state by default, or what the short-level search would find."""
-    fam = family_of(candidate.config)
-    if fam != cal.family:
+    """One candidate's capacity: steady state by default, or what the short-level search would find.
+    ``extrapolate_kv``: a family that differs only by its KV dtype is predicted with the calibration's costs, its
+    KV reads scaled by bytes, and marked extrapolated (offline comparisons); else it is not predicted."""
+    fam, extra = family_of(candidate.config), None
+    if extrapolate_kv and fam == cal.family.but_kv(fam.kv_dtype) and fam != cal.family:
+        extra = f"kv_cache_dtype {fam.kv_dtype} not measured: its KV reads scaled by bytes"
+    elif fam != cal.family:
         why = f"engine family {fam} was not calibrated (calibrated: {cal.family}); measure it"
         return Prediction(candidate.config, None, None, None, unseen=why)
-    kv = kv_dtype_of(candidate.config)
-    extra = None if kv in cal.kv_dtypes else f"kv_cache_dtype {kv} not measured: its KV reads scaled by bytes"
     if isinstance(how, ShortLevelSearch):
         found = predict_search(candidate.engine, cal.costs, demand, how, seed)
         cap, good = found.best_rate or 0.0, found.goodput_req_s(demand.slos)
@@ -206,9 +209,10 @@ def rank(
     *,
     seed: int = 0,
     workers: int | None = 1,
+    extrapolate_kv: bool = False,
 ) -> list[Prediction]:
     """Every candidate's prediction, highest predicted capacity first; the unpredictable ones last. Predicted
-    over ``workers`` processes (None: every usable core; the same answer as one)."""
-    one = partial(predict, cal=cal, demand=demand, how=how, seed=seed)
+    over ``workers`` processes (None: every usable core; the same answer as one); ``extrapolate_kv``: predict."""
+    one = partial(predict, cal=cal, demand=demand, how=how, seed=seed, extrapolate_kv=extrapolate_kv)
     preds = parallel_map(one, candidates, workers)
     return sorted(preds, key=lambda p: (p.capacity_req_s is None, -(p.capacity_req_s or 0.0)))

@@ -1,5 +1,5 @@
-"""perfmodel.rank: what the search will call. Unseen engine families are flagged, not predicted; another KV
-dtype is predicted but marked extrapolated; the ranking is by predicted capacity; a calibration fitted to
+"""perfmodel.rank: what the search will call. Unseen engine families (another KV dtype among them) are flagged,
+not predicted, unless a KV dtype is extrapolated on request (marked so); the ranking is by predicted capacity; a calibration fitted to
 measurements the model itself produced recovers their costs well enough to rank the same way."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def engine(seqs: int, kv_bytes: int = 131072) -> EngineConfig:
 
 
 def calibration(costs: Costs = TRUTH) -> Calibration:
-    return Calibration(family_of(BASE), frozenset({"auto"}), costs, (0,), 0.0)
+    return Calibration(family_of(BASE), costs, (0,), 0.0)
 
 
 def test_another_engine_family_is_not_predicted_and_ranks_last():
@@ -54,10 +54,22 @@ def test_another_engine_family_is_not_predicted_and_ranks_last():
     assert "m-w4a16" in (preds[1].unseen or "") + (preds[2].unseen or "")
 
 
-def test_a_kv_dtype_not_calibrated_is_predicted_but_marked_extrapolated():
+def test_a_kv_dtype_not_calibrated_is_not_predicted_unless_extrapolated_on_request():
     fp8 = Candidate(ServeConfig("/models/m", kv_cache_dtype="fp8"), engine(64, kv_bytes=65536))
     p = predict(fp8, calibration(), CHAT, QUICK)
-    assert p.capacity_req_s and p.unseen is None and "fp8" in (p.extrapolated or "")
+    assert p.capacity_req_s is None and "KV fp8 was not calibrated" in (p.unseen or "")
+    e = predict(fp8, calibration(), CHAT, QUICK, extrapolate_kv=True)
+    assert e.capacity_req_s and e.unseen is None and "fp8" in (e.extrapolated or "")
+    # only the KV dtype is carried over: other weights stay unseen even on request
+    other = Candidate(ServeConfig("/models/m-w4a16", kv_cache_dtype="fp8"), engine(64, kv_bytes=65536))
+    assert predict(other, calibration(), CHAT, QUICK, extrapolate_kv=True).capacity_req_s is None
+
+
+def test_a_calibration_stored_before_the_kv_dtype_was_in_the_family_reads_back_as_its_dtype():
+    old = {"family": {"model": "m", "speculative": "off", "tensor_parallel": 1}, "kv_dtypes": ["auto"],
+           "costs": TRUTH.to_dict(), "trials": [0], "loss": 0.0}  # fmt: skip
+    assert Calibration.from_dict(old).family == family_of(BASE)
+    assert Calibration.from_dict(calibration().to_dict()) == calibration()
 
 
 def test_the_ranking_is_by_predicted_capacity():

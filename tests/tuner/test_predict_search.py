@@ -44,7 +44,7 @@ class FakeModel:
     def calibrate(self, measured, previous):
         checks = previous.checks if previous is not None else ()
         self.fits.append(([r.number for r in measured], len(checks)))
-        return Calibration(family_of(BASE), frozenset({"auto"}), COSTS, tuple(r.number for r in measured), 0.0, checks)
+        return Calibration(family_of(BASE), COSTS, tuple(r.number for r in measured), 0.0, checks)
 
     def rank(self, configs, cal):
         preds = []
@@ -155,6 +155,14 @@ def test_queue_order_one_per_unseen_family():
     assert q.next(1, "converged") == q.unseen[0]
     assert q.without(q.unseen[0].config).next(1, "converged") is None
     assert q.without(q.unseen[0].config).next(1, None) == q.predicted[0]
+
+
+def test_queue_launches_one_fp8_kv_configuration_as_its_own_family():
+    fp8 = [ServeConfig(model="/m", kv_cache_dtype="fp8", max_num_seqs=s) for s in (128, 512)]
+    unseen = [Prediction(c, None, None, None, unseen="engine family m, KV fp8 was not calibrated") for c in fp8]
+    q = Queue.of([pred(3.0), *unseen], launched={BASE})
+    assert [p.config for p in q.unseen] == [fp8[0]]  # one of the two: the KV dtype is the family's kind
+    assert Queue.of([pred(3.0), *unseen], launched={BASE, fp8[1]}).unseen == ()  # one already measured
 
 
 def test_queue_skips_an_unseen_family_the_study_already_measured():

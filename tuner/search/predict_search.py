@@ -6,7 +6,7 @@ more than the model's demonstrated error (median |predicted − measured| of its
 TRUSTED_ERROR stops nothing), or at --trials.
 
 A sampled configuration of an engine family the model has not calibrated (speculative decoding, the quantized
-variant) is not predicted: the first of each such family is measured after the top prediction, as any trial (with
+variant, an fp8 KV cache) is not predicted: the first of each such family is measured after the top prediction, as any trial (with
 random weights the space holds no speculation: tuner.search.space).
 """
 
@@ -61,7 +61,8 @@ def converged(best_measured: float | None, left: Sequence[Prediction], error: fl
 @dataclass(frozen=True)
 class Queue:
     """What is left to launch: predicted configurations best first, and one configuration per kind of engine
-    family not calibrated (weights, speculative method, TP: the number of speculative tokens not told apart)."""
+    family not calibrated (weights, speculative method, TP, KV dtype: the number of speculative tokens not told
+    apart)."""
 
     predicted: tuple[Prediction, ...]
     unseen: tuple[Prediction, ...]
@@ -72,8 +73,8 @@ class Queue:
         --resume after its launch) gets no second launch."""
         left = [p for p in ranked if p.config not in launched]
         measured = {_kind(c) for c in launched}
-        unseen: dict[tuple[str, str, int], Prediction] = {}
-        for p in left:  # one per weights, speculative method (any number of tokens) and TP
+        unseen: dict[tuple[str, str, int, str], Prediction] = {}
+        for p in left:  # one per weights, speculative method (any number of tokens), TP and KV dtype
             if p.capacity_req_s is None and _kind(p.config) not in measured:
                 unseen.setdefault(_kind(p.config), p)
         return cls(tuple(p for p in left if p.capacity_req_s is not None), tuple(unseen.values()))
@@ -92,10 +93,11 @@ class Queue:
         )
 
 
-def _kind(config: ServeConfig) -> tuple[str, str, int]:
-    """The kind of engine family the queue launches once: weights, speculative method (any number of tokens), TP."""
+def _kind(config: ServeConfig) -> tuple[str, str, int, str]:
+    """The kind of engine family the queue launches once: weights, speculative method (any number of tokens), TP,
+    KV dtype."""
     f = family_of(config)
-    return (f.model, f.speculative.split(":")[0], f.tensor_parallel)
+    return (f.model, f.speculative.split(":")[0], f.tensor_parallel, f.kv_dtype)
 
 
 def _knobs(p: Prediction) -> str:
