@@ -1,6 +1,7 @@
-"""perfmodel.rank: what the search will call. Unseen engine families (another KV dtype among them) are flagged,
-not predicted, unless a KV dtype is extrapolated on request (marked so); the ranking is by predicted capacity; a calibration fitted to
-measurements the model itself produced recovers their costs well enough to rank the same way."""
+"""perfmodel.rank: what the search will call. Unseen engine families (another KV dtype among them) are
+flagged, not predicted, unless a KV dtype is extrapolated on request (marked so); the ranking is by predicted
+capacity; a calibration fitted to measurements the model itself produced recovers their costs well enough to
+rank the same way."""
 
 from __future__ import annotations
 

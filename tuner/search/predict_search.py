@@ -6,8 +6,8 @@ more than the model's demonstrated error (median |predicted − measured| of its
 TRUSTED_ERROR stops nothing), or at --trials.
 
 A sampled configuration of an engine family the model has not calibrated (speculative decoding, the quantized
-variant, an fp8 KV cache) is not predicted: the first of each such family is measured after the top prediction, as any trial (with
-random weights the space holds no speculation: tuner.search.space).
+variant, an fp8 KV cache) is not predicted: the first of each such family is measured after the top prediction,
+as any trial (with random weights the space holds no speculation: tuner.search.space).
 """
 
 from __future__ import annotations
