@@ -211,8 +211,22 @@ def rank(
     workers: int | None = 1,
     extrapolate_kv: bool = False,
 ) -> list[Prediction]:
-    """Every candidate's prediction, highest predicted capacity first; the unpredictable ones last. Predicted
-    over ``workers`` processes (None: every usable core; the same answer as one); ``extrapolate_kv``: predict."""
-    one = partial(predict, cal=cal, demand=demand, how=how, seed=seed, extrapolate_kv=extrapolate_kv)
-    preds = parallel_map(one, candidates, workers)
-    return sorted(preds, key=lambda p: (p.capacity_req_s is None, -(p.capacity_req_s or 0.0)))
+    """Every candidate's prediction, highest predicted capacity first; the unpredictable ones last, those of
+    another KV dtype first among them, best first by their KV reads scaled by bytes (so the search measures the
+    likeliest of that family). Predicted over ``workers`` processes (None: every usable core; the same answer
+    as one). ``extrapolate_kv``: the scaled predictions are kept, marked extrapolated."""
+    one = partial(predict, cal=cal, demand=demand, how=how, seed=seed, extrapolate_kv=True)
+    preds = sorted(
+        parallel_map(one, candidates, workers), key=lambda p: (p.capacity_req_s is None, -(p.capacity_req_s or 0.0))
+    )
+    if not extrapolate_kv:
+        preds = [_unseen_kv(p, cal) if p.extrapolated else p for p in preds]
+    return sorted(preds, key=lambda p: p.capacity_req_s is None)  # stable: the order above within each part
+
+
+def _unseen_kv(p: Prediction, cal: Calibration) -> Prediction:
+    why = (
+        f"engine family {family_of(p.config)} was not calibrated (calibrated: {cal.family}); measure it "
+        f"(its KV reads scaled by bytes would predict {p.capacity_req_s:.3f} req/s: it ranks the family's launch)"
+    )
+    return Prediction(p.config, None, None, None, unseen=why)

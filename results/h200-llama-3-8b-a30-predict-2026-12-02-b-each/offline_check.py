@@ -5,6 +5,10 @@ certified with --certify each).
 
     cd results/h200-llama-3-8b-a30-predict-2026-12-02-b-each && ../../.venv/bin/python offline_check.py > offline-check.txt
 
+offline-check.txt and offline-check-a30-speed.txt (SPEED=a30) were written by commit 6a2087e, when an fp8 KV cache
+was still predicted from the calibrated dtype with its bytes halved; offline-check-kv-family.txt by the commit after 076b98b, where
+it is an engine family of its own: not predicted, its launch chosen by the bytes-scaled prediction.
+
 Run b's own model timed the H200's steps at the A30's speed (its calibration's per_kv_byte_s 1.07e-12 s, the A30's
 933 GB/s): fitting trial 0 again with SPEED=a30 reproduces its 72.127 for trial 1. Inputs are rebuilt as run b's
 offline_check.py does (vLLM 0.26.0's recorded --help, the config-only model).
@@ -75,6 +79,9 @@ def main() -> None:
     for label, config, estimate, cert in points:
         (p,) = model.rank([config], cal)
         rate = cert.certified_rate if cert is not None else None
+        if p.capacity_req_s is None:  # since 0553413 an fp8 KV cache is another engine family
+            print(f"{label:38} not predicted ({p.unseen}); search {estimate:7.3f}, certified {rate or '-'}")
+            continue
         line = f"{label:38} predicted {p.capacity_req_s:7.3f} req/s; search {estimate:7.3f} ({_err(p, estimate)})"
         line += f"; certified {rate:7.3f} ({_err(p, rate)})" if rate else "; not certified"
         print(line)
@@ -91,7 +98,10 @@ def main() -> None:
     ranked = model.rank(configs, cal)
     print(f"run b's first ranking again ({len(ranked)} of {len(configs)} sampled configurations feasible), top 5:")
     for p in ranked[:5]:
-        print(f"  {p.capacity_req_s:7.3f} req/s  {_knobs(p.config)}")
+        print(f"  {p.capacity_req_s or 0:7.3f} req/s  {_knobs(p.config)}" if p.capacity_req_s else f"  {p.unseen}")
+    unseen = [p for p in ranked if p.capacity_req_s is None]
+    if unseen:
+        print(f"  ... {len(unseen)} not predicted, the first: {_knobs(unseen[0].config)} ({unseen[0].unseen})")
 
 
 def _knobs(config: ServeConfig) -> str:

@@ -66,6 +66,17 @@ def test_a_kv_dtype_not_calibrated_is_not_predicted_unless_extrapolated_on_reque
     assert predict(other, calibration(), CHAT, QUICK, extrapolate_kv=True).capacity_req_s is None
 
 
+def test_another_kv_dtype_ranks_first_of_the_unseen_by_its_bytes_scaled_prediction():
+    spec = Candidate(ServeConfig("/models/m", speculative_method="ngram", num_speculative_tokens=4), engine(64))
+    few, many = (Candidate(ServeConfig("/models/m", kv_cache_dtype="fp8", max_num_seqs=s), engine(s, 65536))
+                 for s in (4, 256))  # fmt: skip
+    plain = Candidate(ServeConfig("/models/m", max_num_seqs=64), engine(64))
+    preds = rank([spec, few, plain, many], calibration(), CHAT, QUICK)
+    assert [p.config for p in preds] == [plain.config, many.config, few.config, spec.config]
+    assert [p.capacity_req_s is None for p in preds] == [False, True, True, True]
+    assert "it ranks the family's launch" in (preds[1].unseen or "") and "ngram" in (preds[3].unseen or "")
+
+
 def test_a_calibration_stored_before_the_kv_dtype_was_in_the_family_reads_back_as_its_dtype():
     old = {"family": {"model": "m", "speculative": "off", "tensor_parallel": 1}, "kv_dtypes": ["auto"],
            "costs": TRUTH.to_dict(), "trials": [0], "loss": 0.0}  # fmt: skip
