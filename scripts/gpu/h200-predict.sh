@@ -19,7 +19,8 @@
 #   rate, scripts/gpu/h200-crosscheck.sh holds the winner's launched configuration at CROSSCHECK_FACTOR (0.95) x that
 #   rate for CROSSCHECK_SECONDS (120) under vLLM's own benchmark client; TRIALS 0 skips tune and runs only that.
 # GRID_BEST_IF_LEFT=S: after tune, when at least S seconds of HARD_LIMIT_S are left, the A30 grid's best point
-#   (max_num_seqs 512, fp8 KV, the rest vLLM's defaults) is measured once under today's protocol with
+#   (max_num_seqs 512, fp8 KV, the rest vLLM's defaults; GRID_POINT="KNOB=V KNOB=V ...": another point) is measured
+#   once under today's protocol with
 #   bench/search_vs_grid.py (a one-point grid, compared with this study), so "% of the grid's best" can be
 #   judged under one protocol.
 set -uo pipefail
@@ -99,11 +100,12 @@ elif [ -n "${CROSSCHECK_IF_LEFT:-}" ]; then
 fi
 left=$(( hard - $(el) ))
 if [ -n "${GRID_BEST_IF_LEFT:-}" ] && [ "$left" -ge "$GRID_BEST_IF_LEFT" ] && [ -f "$out/best.json" ]; then
-  log "the A30 grid's best point, measured once under today's protocol ($left s left)"
+  grid_args=(); for kv in ${GRID_POINT:-max_num_seqs=512 kv_cache_dtype=fp8}; do grid_args+=(--grid "$kv"); done
+  log "the grid point ${grid_args[*]}, measured once under today's protocol ($left s left)"
   mkdir -p /tmp/grid-best
   timeout --signal=INT --kill-after=30 "$(( left - 20 ))" python3 bench/search_vs_grid.py --model "$model" \
     --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms" --gpu a30 --emulate-on auto \
-    --level-seconds 8 --grid max_num_seqs=512 --grid kv_cache_dtype=fp8 --search-from "$out" \
+    --level-seconds 8 "${grid_args[@]}" --search-from "$out" \
     --out /tmp/grid-best 2>&1 | grep -v "vLLM starting (" | tee /tmp/grid-best/console.log
   log "grid point exit code: ${PIPESTATUS[0]}"
 fi
