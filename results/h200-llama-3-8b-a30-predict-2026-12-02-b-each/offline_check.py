@@ -6,7 +6,7 @@ certified with --certify each).
     cd results/h200-llama-3-8b-a30-predict-2026-12-02-b-each && ../../.venv/bin/python offline_check.py > offline-check.txt
 
 offline-check.txt and offline-check-a30-speed.txt (SPEED=a30) were written by commit 6a2087e, when an fp8 KV cache
-was still predicted from the calibrated dtype with its bytes halved; offline-check-kv-family.txt by the commit after 076b98b, where
+was still predicted from the calibrated dtype with its bytes halved; offline-check-kv-family.txt by 83468eb, where
 it is an engine family of its own: not predicted, its launch chosen by the bytes-scaled prediction.
 
 Run b's own model timed the H200's steps at the A30's speed (its calibration's per_kv_byte_s 1.07e-12 s, the A30's
