@@ -10,38 +10,25 @@ offline_check.py does (vLLM's recorded --help, the config-only model)."""
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from launch.vllm_flags import VllmInfo  # noqa: E402
+from gpu_study import study_inputs  # noqa: E402
+
 from perfmodel.pool import usable_cores  # noqa: E402
 from perfmodel.rank import calibrate, rank  # noqa: E402
-from tuner.inputs import load_inputs  # noqa: E402
 from tuner.search.predict_model import FIRST_EVALUATIONS, candidate, observed_levels, sample_space  # noqa: E402
 from tuner.search.study import open_study, results_of  # noqa: E402
-from tuner.settings.tune_settings import TuneSettings  # noqa: E402
 from tuner.tune_setup import base_config, space_context, trial_context  # noqa: E402
 
 
 def study_contexts(study: Path):  # noqa: ANN201 (a TrialContext and a SpaceContext)
-    doc = json.loads((study / "best.json").read_text())
-    settings = TuneSettings(**{k: v for k, v in doc["settings"].items() if k in TuneSettings.__dataclass_fields__})
-    if not Path(settings.model, "config.json").is_file():
-        cmd = [sys.executable, "-m", "tuner.cli", "make-model", "--out", settings.model, "--shape", "llama-3-8b"]
-        subprocess.run([*cmd, "--no-weights"], check=True, cwd=ROOT, capture_output=True)
-    settings = replace(settings, out="/tmp/perfmodel-parallel", resume=False, emulate_on=doc["gpu"]["emulated_on"])
-    version = doc["vllm"]["version"]
-    help_text = (ROOT / "tests" / "launch" / "data" / f"help-options-{version}.txt").read_text()
-    info = VllmInfo.from_help_text(help_text, python=doc["vllm"]["python"], version=version, platform="cuda")
-    inp = load_inputs(settings, vllm=info)
+    inp = study_inputs(study, "/tmp/perfmodel-parallel")
     return trial_context(inp, Path("/tmp/perfmodel-parallel/logs")), space_context(inp, base_config(inp), None)
 
 

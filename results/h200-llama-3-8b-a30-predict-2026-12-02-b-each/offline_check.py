@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -29,28 +28,18 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 RUN_B = HERE.parent / "h200-llama-3-8b-a30-predict-2026-12-02-b"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from launch.config import ServeConfig  # noqa: E402
-from launch.vllm_info import VllmInfo  # noqa: E402
+from gpu_study import study_inputs  # noqa: E402
 from tuner.certify.certified import stored  # noqa: E402
-from tuner.inputs import load_inputs  # noqa: E402
 from tuner.search.predict_model import perf_model, sample_space  # noqa: E402
 from tuner.search.study import open_study, results_of  # noqa: E402
-from tuner.settings.tune_settings import TuneSettings  # noqa: E402
 from tuner.tune_setup import base_config, space_context, trial_context  # noqa: E402
 
 
-def model_for(speed: str):  # noqa: ANN201 - the Model of tuner.search.predict_model
-    doc = json.loads((RUN_B / "best.json").read_text())
-    settings = TuneSettings(**{k: v for k, v in doc["settings"].items() if k in TuneSettings.__dataclass_fields__})
-    if not Path(settings.model, "config.json").is_file():
-        cmd = [sys.executable, "-m", "tuner.cli", "make-model", "--out", settings.model, "--shape", "llama-3-8b"]
-        subprocess.run([*cmd, "--no-weights"], check=True, cwd=ROOT, capture_output=True)
-    settings = replace(settings, out="/tmp/offline-check-b-each", resume=False, emulate_on=doc["gpu"]["emulated_on"])
-    version = doc["vllm"]["version"]
-    help_text = (ROOT / "tests" / "launch" / "data" / f"help-options-{version}.txt").read_text()
-    info = VllmInfo.from_help_text(help_text, python=doc["vllm"]["python"], version=version, platform="cuda")
-    inp = load_inputs(settings, vllm=info)
+def model_for(speed: str):  # noqa: ANN201 - the Model of tuner.search.predict_model, and the Inputs
+    inp = study_inputs(RUN_B, "/tmp/offline-check-b-each")
     ctx = trial_context(inp, Path("/tmp/offline-check-b-each/logs"))
     if speed == "a30":  # run b's own (wrong) timing: the emulated GPU's speed
         ctx = replace(ctx, actual_gpu=None)
