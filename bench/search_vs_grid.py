@@ -186,6 +186,7 @@ def main() -> int:
             "capacity_req_s": res.capacity_req_s,
             "slo_met": res.slo_met,
             "fail_reason": res.fail_reason,
+            "result": res.to_dict(),  # every level, so perfmodel can replay the point (TrialResult.from_dict)
         }
         done[key] = row
         with path.open("a") as f:
