@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--load-format")
     ap.add_argument("--level-seconds", type=float)
     ap.add_argument("--emulate-on", help="as tune's --emulate-on (memory emulation of a smaller GPU)")
+    ap.add_argument("--output-tokens", type=int, help="as tune's --output-tokens (every request's output length)")
     ap.add_argument(
         "--search-from",
         type=Path,
@@ -136,6 +137,7 @@ def tune_settings(args: argparse.Namespace) -> TuneSettings:
             "resume": (out / "search" / "study.db").exists() or None,
             "level_seconds": args.level_seconds,
             "emulate_on": args.emulate_on,
+            "output_tokens": args.output_tokens,
         },
     )
 
