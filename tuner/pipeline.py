@@ -22,6 +22,7 @@ from tuner.certify.spec_rule import apply_rule
 from tuner.certify.summary import Summary, certified_summary
 from tuner.errors import UsageError
 from tuner.inputs import Inputs
+from tuner.report.predict_report import certified_lines
 from tuner.search.progress import Progress
 from tuner.search.space import SpaceContext
 from tuner.search.study import enqueue_first, open_study, results_of, run_study
@@ -80,6 +81,8 @@ def tune(
     summary = confirm_best(r, r.outputs.write(r.study))
     summary = certify_best(r, summary)
     certs = stored_certifications(r.study)
+    for line in certified_lines(results_of(r.study), certs):
+        r.progress.say(line, trial="predict")
     summary, _ = apply_rule(certified_summary(summary, certs), results_of(r.study), certs)
     if sample_question and summary.best is not None:
         sample_best(r, summary.best, sample_question)

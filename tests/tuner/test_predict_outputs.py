@@ -72,6 +72,13 @@ def test_files_state_predicted_against_measured_only_for_launched_trials(tmp_pat
     assert best["prediction_median_abs_error_vs_certified"] == pytest.approx(0.375)
     html = (tmp_path / "report.html").read_text()
     assert "error vs certified" in html and "+37.5 %" in html and "against the certified rates" in html
+    from tuner.report.predict_report import certified_lines
+
+    assert certified_lines(results, certs) == [
+        "--predict against the certified rates: trial 1 predicted 22.000 req/s, certified 16.000 (+37.5 %); "
+        "median |error| +37.5 % over 1"
+    ]
+    assert certified_lines(results, {}) == []
 
 
 def test_a_study_without_predict_writes_an_empty_column_and_no_predictions(tmp_path):

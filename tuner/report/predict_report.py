@@ -77,6 +77,21 @@ def median_error(rows: Sequence[dict[str, Any]], key: str = "error") -> float | 
     return statistics.median(errors) if errors else None
 
 
+def certified_lines(results: Sequence[TrialResult], certifications: Mapping[int, Certification]) -> list[str]:
+    """The console's account of the predictions against the certified rates (--predict with --certify each);
+    [] when no launched trial was certified."""
+    rows = [r for r in predictions(results, certifications) if r["error_vs_certified"] is not None]
+    if not rows:
+        return []
+    each = [
+        f"trial {r['trial']} predicted {r['predicted_capacity_req_s']:.3f} req/s, certified "
+        f"{r['certified_req_s']:.3f} ({_pct(r['error_vs_certified'])})"
+        for r in rows
+    ]
+    med = median_error(rows, "error_vs_certified")
+    return [f"--predict against the certified rates: {'; '.join(each)}; median |error| {_pct(med)} over {len(rows)}"]
+
+
 def _unmeasured(state: str) -> str:
     """A row's note when the trial did not complete: its state."""
     return "" if state == TrialState.COMPLETE else state
