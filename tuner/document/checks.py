@@ -92,6 +92,8 @@ class Prediction:
     demonstrated_error_before: float | None
     extrapolated: str | None
     unseen: str | None
+    certified_req_s: float | None = None  # with --certify each (absent from studies before it)
+    error_vs_certified: float | None = None
 
     @classmethod
     def from_fields(cls, f: Fields) -> Prediction:
@@ -104,6 +106,8 @@ class Prediction:
             f.opt_number("demonstrated_error_before"),
             f.opt_text("extrapolated"),
             f.opt_text("unseen"),
+            f.opt_number("certified_req_s"),
+            f.opt_number("error_vs_certified"),
         )
 
 

@@ -91,6 +91,7 @@ class StudyDocument:
     speculation_lost: str | None  # what speculating trials measured when the best does not speculate
     predictions: tuple[Prediction, ...]  # tune --predict
     prediction_median_abs_error: float | None
+    prediction_median_abs_error_vs_certified: float | None  # with --certify each
     cost: CostBlock | None
     source: str = "best.json"  # the file it was read from: errors name it
 
@@ -140,6 +141,7 @@ class StudyDocument:
             speculation_lost=f.opt_text("speculation_lost"),
             predictions=_each(f, "predictions", Prediction.from_fields),
             prediction_median_abs_error=f.opt_number("prediction_median_abs_error"),
+            prediction_median_abs_error_vs_certified=f.opt_number("prediction_median_abs_error_vs_certified"),
             cost=_opt(f, "cost", CostBlock.from_fields),
             source=source,
         )
