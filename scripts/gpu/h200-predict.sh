@@ -30,14 +30,8 @@ hard="${3:-540}"
 T0=$(date +%s)
 el() { echo $(( $(date +%s) - T0 )); }
 log() { echo "[h200-predict $(el)s $(date -u +%H:%M:%SZ)] $*"; }
-mkdir -p /tmp/stage
-for d in .xs0 .xs1 .xs2 .xs3; do
-  for p in "$d"/part*; do [ -f "$p" ] && cp "$p" /tmp/stage/ && log "staged $p"; done
-done
-if [ ! -d /tmp/gpusite/vllm ]; then
-  [ "$(ls /tmp/stage/part* 2>/dev/null | wc -l)" = "${VLLM_PARTS:-4}" ] || { log "not every part is in /tmp/stage yet"; exit 0; }
-  cat /tmp/stage/part* | tar -xJ -C /tmp && log "unpacked vLLM"
-fi
+source scripts/gpu/h200-stage.sh
+stage_vllm || exit 0
 [ -f .xs2/gpu-cache.tgz ] && [ ! -d ~/.cache/vllm ] && tar -xzf .xs2/gpu-cache.tgz -C ~ && log "restored compile caches"
 [ "$trials" = 0 ] && [ -z "${CROSSCHECK_IF_LEFT:-}" ] && exit 0  # staging only
 source scripts/gpu/h200-env.sh
