@@ -7,9 +7,10 @@
 # Each call stages the part it carried (h200-stage.sh); once vLLM is unpacked, it measures the points not yet in
 # /tmp/keep-points/grid.jsonl (the grid resumes there between calls on one machine), starting none with less
 # than POINT_MIN_S (default 330) seconds left, and packs grid.jsonl, the console and vLLM's stats lines into
-# $OUT/points.tgz.
-# POINTS: the grid, "KNOB=v1,v2 KNOB=v ..." (every combination); the default is run b's capped auto-KV pick
-# (point-63) against its chunked and 256-sequence variants.
+# $OUT/<KEEP's name>.tgz.
+# POINTS: the grid, "KNOB=v1,v2 KNOB=v ..." (every combination); unset, run b's capped auto-KV pick (point-63)
+# against its chunked and 256-sequence variants; empty (POINTS=""), one point: vLLM's defaults. KEEP: the grid's
+# folder on the machine (default /tmp/keep-points), so that another grid in the same calls starts apart.
 set -uo pipefail
 hard="${1:-560}"
 T0=$(date +%s)
@@ -19,9 +20,9 @@ source scripts/gpu/h200-stage.sh
 stage_vllm || exit 0
 source scripts/gpu/h200-env.sh
 export VLLM_LOG_STATS_INTERVAL="${VLLM_LOG_STATS_INTERVAL:-2}"  # vLLM's running/waiting/KV lines every 2 s
-keep=/tmp/keep-points
+keep="${KEEP:-/tmp/keep-points}"
 mkdir -p "$keep"
-points="${POINTS:-max_num_seqs=128,256 enable_chunked_prefill=false,true max_num_batched_tokens=5120 max_model_len=5120 enable_prefix_caching=true kv_cache_dtype=auto gpu_memory_utilization=0.92}"
+points="${POINTS-max_num_seqs=128,256 enable_chunked_prefill=false,true max_num_batched_tokens=5120 max_model_len=5120 enable_prefix_caching=true kv_cache_dtype=auto gpu_memory_utilization=0.92}"
 grid_args=(); for kv in $points; do grid_args+=(--grid "$kv"); done
 left=$(( hard - $(el) ))
 if [ "$left" -ge "${POINT_MIN_S:-330}" ]; then
@@ -42,5 +43,5 @@ if [ -n "${OUT:-}" ]; then
     grep -E "Avg prompt throughput|preempt|Maximum concurrency|GPU KV cache size|healthy|Error|error" "$f" \
       | cut -c1-300 > "$k/$(basename "$(dirname "$f")")-$(basename "$f" .log).stats.txt"
   done
-  tar -czf "$OUT/points.tgz" -C "$k" . && log "packed $(du -h "$OUT/points.tgz" | cut -f1)"
+  tar -czf "$OUT/$(basename "$keep").tgz" -C "$k" . && log "packed $(du -h "$OUT/$(basename "$keep").tgz" | cut -f1)"
 fi
