@@ -45,6 +45,10 @@ class LevelOutcome:
     preemptions: int = 0
     prefix_hit_rate: float | None = None  # None without prefix caching
     running_peak: int = 0  # the most sequences one step ran
+    # as vLLM's /metrics time them at the engine, before the front end streams the tokens: the mean time between
+    # two tokens of a request (token-weighted step duration), and from a request reaching the engine to its first
+    engine_itl_ms: float | None = None
+    engine_ttft_ms: float | None = None
 
     def samples(self, metric: str) -> list[float]:
         return sorted(v for s in self.served if (v := s.latency_ms(metric)) is not None)

@@ -47,6 +47,7 @@ class Server:
         self.front_free = 0.0  # when the front end has worked off its queue
         self._visible: deque[tuple[float, int]] = deque()  # (when the engine sees it, level index)
         self._of_rid: dict[int, int] = {}
+        self._reached: dict[int, float] = {}  # when the engine saw each request (vLLM's arrival time), by rid
 
     def run(self, load: OpenLoad | ClosedLoad, slos: tuple[SLO, ...] = (), abandon: bool = False) -> LevelOutcome:
         """Serve one level from the server's current state; the server's clock ends past its last request."""
@@ -56,6 +57,10 @@ class Server:
         hits0, queries0, preempt0, peak = eng.hit_tokens, eng.queried_tokens, eng.preemptions, 0
         self._visible.clear()
         self._of_rid.clear()
+        self._reached.clear()
+        itl = [0.0, 0]  # vLLM's inter-token latency as /metrics sums it: seconds over tokens after the first
+        ttft = [0.0, 0]  # engine-side TTFT: the first token's step end less the engine's arrival
+        last_end: float | None = None
         while level.left:
             if not eng.busy:  # idle: wait for the next request to reach the engine (refused ones never do)
                 while not self._visible and level.sends and not level.lost:
@@ -73,6 +78,13 @@ class Server:
                 raise RuntimeError("the simulated engine holds requests it can never schedule")
             end = self.now + step.duration_s
             peak = max(peak, step.seqs)
+            later = step.tokens - len(step.first)  # each came one step period after its request's last token
+            itl[0] += (end - (self.now if last_end is None else last_end)) * later
+            itl[1] += later
+            last_end = end
+            for rid in step.first:
+                ttft[0] += end - self._reached[rid]
+                ttft[1] += 1
             self._front_in(level, end)  # requests that arrived during the step queue before its output
             self.front_free = max(self.front_free, end) + self.costs.per_token_s * step.tokens
             for rid in step.first:
@@ -99,6 +111,8 @@ class Server:
             preemptions=eng.preemptions - preempt0,
             prefix_hit_rate=hit_rate,
             running_peak=peak,
+            engine_itl_ms=1e3 * itl[0] / itl[1] if itl[1] else None,
+            engine_ttft_ms=1e3 * ttft[0] / ttft[1] if ttft[1] else None,
         )
 
     def _level(self, load: OpenLoad | ClosedLoad, abandon_on: tuple[SLO, ...] | None) -> _Level:
@@ -132,9 +146,11 @@ class Server:
 
     def _to_engine(self, level: _Level) -> None:
         while self._visible and self._visible[0][0] <= self.now:
-            _, i = self._visible.popleft()
+            reached, i = self._visible.popleft()
             r = level.requests[i]
-            self._of_rid[self.engine.add(r.key, r.prompt_tokens, r.output_tokens)] = i
+            rid = self.engine.add(r.key, r.prompt_tokens, r.output_tokens)
+            self._of_rid[rid] = i
+            self._reached[rid] = reached
 
     def _ended(self, level: _Level, i: int, when: float | None) -> None:
         """Request ``i`` ended at ``when`` (None: failed); its client sends the next one. With ``abandon``,
