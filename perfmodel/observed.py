@@ -28,10 +28,6 @@ class ObservedLevel:
     throughput_req_s: float
     ttft_p95_ms: float | None
     tpot_p95_ms: float | None
-    # vLLM's own means over the level (/metrics; None where not recorded): they split the client's latencies
-    # between the engine and the front end, which the client's percentiles alone do not
-    server_itl_ms: float | None = None
-    server_ttft_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -73,15 +69,4 @@ def _level(lv: Level, plan: ShortLevelSearch) -> ObservedLevel:
     else:
         assert lv.rate is not None, "a rate level has its rate"
         conc, n = None, plan.level_requests(lv.rate)
-    return ObservedLevel(
-        lv.kind,
-        lv.rate,
-        conc,
-        n,
-        lv.slo_met,
-        lv.throughput_req_s,
-        lv.ttft_p95_ms,
-        lv.tpot_p95_ms,
-        lv.server.server_itl_mean_ms,
-        lv.server.server_ttft_mean_ms,
-    )
+    return ObservedLevel(lv.kind, lv.rate, conc, n, lv.slo_met, lv.throughput_req_s, lv.ttft_p95_ms, lv.tpot_p95_ms)

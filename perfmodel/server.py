@@ -82,13 +82,12 @@ class Server:
             itl[0] += (end - (self.now if last_end is None else last_end)) * later
             itl[1] += later
             last_end = end
-            for rid in step.first:
-                ttft[0] += end - self._reached[rid]
-                ttft[1] += 1
             self._front_in(level, end)  # requests that arrived during the step queue before its output
             self.front_free = max(self.front_free, end) + self.costs.per_token_s * step.tokens
             for rid in step.first:
                 level.first[self._of_rid[rid]] = self.front_free
+                ttft[0] += end - self._reached[rid]
+                ttft[1] += 1
             for rid in step.done:
                 self._ended(level, self._of_rid[rid], self.front_free)
             self.now = max(end, self.front_free) if self.costs.shared_front_end else end

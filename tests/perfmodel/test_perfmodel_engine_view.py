@@ -1,6 +1,6 @@
 """vLLM's own view of a level (its /metrics: mean inter-token latency and TTFT at the engine, before the front end
-streams the tokens) in the model, beside the client's, and a tuner level's recorded means handed to the model: they
-split a latency between the engine's steps and the front end's work, which the client's percentiles alone do not."""
+streams the tokens) in the model, beside the client's: they split a latency between the engine's steps and the
+front end's work, which the client's percentiles alone do not."""
 
 from __future__ import annotations
 
@@ -41,19 +41,3 @@ def test_a_busier_engine_shows_in_its_itl_and_a_busier_front_end_does_not():
     assert base.engine_itl_ms and heavier_host.engine_itl_ms and heavier_front.engine_itl_ms
     assert heavier_host.engine_itl_ms > 1.5 * base.engine_itl_ms
     assert math.isclose(heavier_front.engine_itl_ms, base.engine_itl_ms, rel_tol=1e-9)
-
-
-def test_a_tuner_level_hands_vllms_means_to_the_model_and_an_older_one_none():
-    from loadtest.server_metrics import ServerSummary
-    from perfmodel.observed import _level
-    from perfmodel.protocol import ShortLevelSearch
-    from tuner.trial.level import Level
-
-    plan = ShortLevelSearch()
-    recorded = Level("rate", 10.0, None, True, 9.5, 9.8, server=ServerSummary(server_itl_mean_ms=12.5,
-                                                                          server_ttft_mean_ms=48.0))  # fmt: skip
-    seen = _level(recorded, plan)
-    assert (seen.server_itl_ms, seen.server_ttft_ms) == (12.5, 48.0)
-    older = _level(Level.from_dict({"kind": "rate", "rate": 10.0, "concurrency": None, "slo_met": True,
-                                    "goodput_req_s": 9.5, "throughput_req_s": 9.8}), plan)  # fmt: skip
-    assert (older.server_itl_ms, older.server_ttft_ms) == (None, None)
