@@ -111,4 +111,18 @@ def steady_capacity(engine: EngineConfig, costs: Costs, demand: Demand, how: Ste
     return lo
 
 
-__all__ = ["SearchPrediction", "Served", "SteadyState", "predict_search", "replay_levels", "steady_capacity"]
+def fills_seqs(engine: EngineConfig, costs: Costs, demand: Demand, rate: float, how: SteadyState | None = None) -> bool:
+    """Whether a steady-state level at ``rate`` runs ``max_num_seqs`` sequences at once (new requests then wait
+    for a slot, not for KV blocks)."""
+    return steady_outcome(engine, costs, demand, rate, how or SteadyState()).running_peak >= engine.max_num_seqs
+
+
+__all__ = [
+    "SearchPrediction",
+    "Served",
+    "SteadyState",
+    "fills_seqs",
+    "predict_search",
+    "replay_levels",
+    "steady_capacity",
+]

@@ -143,3 +143,11 @@ def test_a_fit_to_the_models_own_measurements_predicts_another_configuration():
     truth = predict_search(engine(16), TRUTH, CHAT, PLAN, seed=9).best_rate
     ours = predict_search(engine(16), fitted.costs, CHAT, PLAN, seed=9).best_rate
     assert truth and ours == pytest.approx(truth, rel=0.15)
+
+
+def test_a_prediction_whose_rate_fills_max_num_seqs_says_so():
+    # 8 slots fill long before 50,000 KV tokens do; 1,024 never fill at what this engine completes
+    capped = predict(Candidate(ServeConfig("/models/m", max_num_seqs=8), engine(8)), calibration(), CHAT, QUICK)
+    assert capped.capacity_req_s and "runs all max_num_seqs 8 sequences" in (capped.seq_bound or "")
+    wide = predict(Candidate(ServeConfig("/models/m", max_num_seqs=1024), engine(1024)), calibration(), CHAT, QUICK)
+    assert wide.capacity_req_s and wide.seq_bound is None

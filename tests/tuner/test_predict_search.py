@@ -3,6 +3,8 @@ what each launched trial keeps — with a fake model and fake measurements (no s
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from launch.config import ServeConfig
@@ -292,3 +294,15 @@ def test_sample_space_draws_distinct_configs_that_the_params_reproduce():
 
 
 # ---- what the files say -------------------------------------------------------------------------------------
+
+
+def test_queue_measures_the_best_seq_bound_prediction_once_and_never_stops_on_it():
+    bound = [replace(pred(c), seq_bound="it runs all max_num_seqs") for c in (9.0, 8.0)]
+    q = Queue.of([*bound, pred(3.0), pred(2.0)], launched={BASE})
+    assert [p.capacity_req_s for p in q.predicted] == [3.0, 2.0]  # trusted only: the stop rule sees 3.0, not 9.0
+    assert [p.capacity_req_s for p in q.unseen] == [9.0]  # the best bound one, once
+    assert q.next(0, None) == q.predicted[0] and q.next(1, "converged") == bound[0]
+    assert "within" in converged(2.9, q.predicted, 0.1)  # 9.0 left does not keep the search going
+    assert q.beating(8.9).unseen == q.unseen and q.beating(9.0).unseen == ()  # an upper bound that cannot win
+    again = q.reranked([replace(pred(3.0), seq_bound="now it fills max_num_seqs")])
+    assert [p.capacity_req_s for p in again.predicted] == [2.0]  # a refit that finds the cap drops it from trust

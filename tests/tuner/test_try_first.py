@@ -27,6 +27,13 @@ def test_named_knobs_become_the_params_the_space_would_suggest():
     assert tried_params(None, CPU) == [] and tried_params("", CPU) == []
 
 
+def test_a_named_token_budget_keeps_chunked_prefill_on():
+    # the sampler once drew enable_chunked_prefill=false for "max_num_batched_tokens=8192" and launched 2560
+    assert tried_params("max_num_seqs=64,max_num_batched_tokens=2048", CPU) == [
+        {"max_num_seqs": 64, "max_num_batched_tokens": 2048, "enable_chunked_prefill": True}
+    ]
+
+
 @pytest.mark.parametrize(
     "text, needle",
     [

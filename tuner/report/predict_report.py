@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def prediction_attr(p: Prediction) -> dict[str, float | str | None]:
     """What a trial enqueued by the model stores of its prediction (TrialResult.predicted reads it back)."""
-    return Predicted(p.capacity_req_s, p.demonstrated_error, p.extrapolated, p.unseen).to_dict()
+    return Predicted(p.capacity_req_s, p.demonstrated_error, p.extrapolated or p.seq_bound, p.unseen).to_dict()
 
 
 def with_prediction(result: TrialResult, attrs: Mapping[str, Any]) -> TrialResult:

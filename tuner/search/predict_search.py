@@ -7,7 +7,9 @@ TRUSTED_ERROR stops nothing), or at --trials.
 
 A sampled configuration of an engine family the model has not calibrated (speculative decoding, the quantized
 variant, an fp8 KV cache) is not predicted: the first of each such family is measured after the top prediction,
-as any trial (with random weights the space holds no speculation: tuner.search.space).
+as any trial (with random weights the space holds no speculation: tuner.search.space). So is the best
+prediction whose rate fills max_num_seqs (Prediction.seq_bound): an upper bound the model overrates, measured
+once if it beats the best measured capacity, never stopped on nor refitted on.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ RERANK = 24  # after a refit, the best this many left are predicted again (0.5-1
 def converged(best_measured: float | None, left: Sequence[Prediction], error: float | None) -> str | None:
     """Why launching more predicted configurations cannot pay, or None."""
     if not left:
-        return "every predicted configuration of the sample was launched"
+        return "every predicted configuration of the sample was launched, or its rate fills max_num_seqs (untrusted)"
     top = left[0].capacity_req_s or 0.0
     if best_measured is None or error is None or error > TRUSTED_ERROR:
         return None  # nothing to compare yet, no launch has shown the model's error, or it is too large
@@ -77,20 +79,39 @@ class Queue:
         for p in left:  # one per weights, speculative method (any number of tokens), TP and KV dtype
             if p.capacity_req_s is None and _kind(p.config) not in measured:
                 unseen.setdefault(_kind(p.config), p)
-        return cls(tuple(p for p in left if p.capacity_req_s is not None), tuple(unseen.values()))
+        bound = [p for p in left if p.capacity_req_s is not None and p.seq_bound is not None][:1]
+        return cls(_trusted(left), (*unseen.values(), *bound))
 
     def next(self, launched_predicted: int, stop: str | None) -> Prediction | None:
-        """The top prediction first, then each uncalibrated family once, then predictions until ``stop``."""
+        """The top prediction first, then each uncalibrated family and the best seq-bound prediction once, then
+        predictions until ``stop``."""
         if self.predicted and launched_predicted == 0:
             return self.predicted[0]
         if self.unseen:
             return self.unseen[0]
         return self.predicted[0] if self.predicted and stop is None else None
 
+    def beating(self, best_measured: float | None) -> Queue:
+        """Without the seq-bound predictions that do not beat ``best_measured``: they are upper bounds."""
+        if best_measured is None:
+            return self
+        keep = tuple(p for p in self.unseen if p.seq_bound is None or (p.capacity_req_s or 0.0) > best_measured)
+        return Queue(self.predicted, keep)
+
+    def reranked(self, again: Sequence[Prediction]) -> Queue:
+        """After a refit: ``again``, the best predictions left predicted anew, replace them; one whose rate now
+        fills max_num_seqs leaves the trusted ones."""
+        return Queue((*_trusted(again), *self.predicted[len(again) :]), self.unseen)
+
     def without(self, config: ServeConfig) -> Queue:
         return Queue(
             tuple(p for p in self.predicted if p.config != config), tuple(p for p in self.unseen if p.config != config)
         )
+
+
+def _trusted(preds: Sequence[Prediction]) -> tuple[Prediction, ...]:
+    """The predictions the search may rank and stop on: predicted, their rate not filling max_num_seqs."""
+    return tuple(p for p in preds if p.capacity_req_s is not None and p.seq_bound is None)
 
 
 def _kind(config: ServeConfig) -> tuple[str, str, int, str]:
@@ -120,12 +141,19 @@ def _first_ranking(
     return ranked
 
 
-def _refit(model: Model, cal: Calibration, measured: list[TrialResult], new: TrialResult) -> tuple[Calibration, str]:
-    """After a launch of the calibrated family: its check (predicted before, measured after) and the refit."""
+def _refit(
+    model: Model, cal: Calibration, measured: list[TrialResult], new: TrialResult, trusted: bool = True
+) -> tuple[Calibration, str]:
+    """After a launch of the calibrated family: its check (predicted before, measured after) and the refit.
+    An untrusted prediction (its rate filled max_num_seqs) is neither checked nor refitted on: the model's steps
+    do not describe that regime, and its demonstrated error is the trusted predictions'."""
     pred = new.predicted.capacity_req_s if new.predicted else None
     rate = measured_rate(new)
     if family_of(new.launched or new.config) != cal.family or new.state != TrialState.COMPLETE:
         return cal, f"trial {new.number}: {new.state}, {rate or 0:.3f} req/s measured (not refitted on)"
+    if not trusted:
+        error = f", predicted {pred:.3f} ({100 * (pred / rate - 1):+.1f} %)" if pred and rate else ""
+        return cal, f"trial {new.number}: measured {rate or 0:.3f} req/s{error}; it fills max_num_seqs: not refitted on"
     measured.append(new)
     checks = (Check(new.number, pred, rate),) if pred is not None and rate else ()
     cal = model.calibrate(measured, cal.checked(*checks))
@@ -170,6 +198,7 @@ def guided_search(
     durations: list[float] = []
     while len(finished(study)) < total:
         best = max((x for r in results_of(study) if (x := measured_rate(r)) is not None), default=None)
+        queue = queue.beating(best)
         stop = converged(best, queue.predicted, cal.demonstrated_error)
         pick = queue.next(done_predicted, stop)
         if pick is None:
@@ -181,7 +210,7 @@ def guided_search(
         study.enqueue_trial(configs[pick.config], user_attrs={PREDICTED_ATTR: prediction_attr(pick)})
         what = f"not predicted: {pick.unseen}"
         if pick.capacity_req_s is not None:
-            what = f"predicted {pick.capacity_req_s:.3f} req/s"
+            what = f"predicted {pick.capacity_req_s:.3f} req/s" + (f" ({pick.seq_bound})" if pick.seq_bound else "")
         say(f"--predict: launching {what}: {_knobs(pick)}")
         t0, before = time.monotonic(), len(finished(study))
         ran += run_until(before + 1)
@@ -191,11 +220,10 @@ def guided_search(
         if len(finished(study)) == before or new.config != pick.config:
             break  # given up (time budget): the study stays resumable
         done_predicted += int(pick.capacity_req_s is not None)
-        cal, line = _refit(model, cal, measured, new)
+        cal, line = _refit(model, cal, measured, new, trusted=pick.seq_bound is None)
         study.set_user_attr(CALIBRATION_ATTR, cal.to_dict())
         say("--predict: " + line)
-        reranked = model.rank([p.config for p in queue.predicted[:RERANK]], cal)
-        queue = Queue((*reranked, *queue.predicted[RERANK:]), queue.unseen)
+        queue = queue.reranked(model.rank([p.config for p in queue.predicted[:RERANK]], cal))
     return ran
 
 

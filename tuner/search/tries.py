@@ -1,5 +1,6 @@
 """``--try-first``: configurations a user wants measured right after vLLM's defaults, before the sampler's own
-(e.g. "does ngram speculation pay on my workload?"). Each names some knobs; the sampler picks the rest.
+(e.g. "does ngram speculation pay on my workload?"). Each names some knobs; the sampler picks the rest, except that
+a named ``max_num_batched_tokens`` keeps chunked prefill on (without it, that knob is not the space's).
 
 The text is ``KNOB=VALUE,KNOB=VALUE``, several configurations separated by ``;``. Its form is checked with the
 other settings (``syntax_problem``); its values against the search space of this model, GPU and vLLM
@@ -67,6 +68,8 @@ def _one(pairs: list[str], choices: dict[str, tuple[Any, ...]]) -> dict[str, Any
             f"{FLAG} max_num_batched_tokens needs enable_chunked_prefill=true: without chunking a whole prompt "
             "fits one step"
         )
+    if "max_num_batched_tokens" in params:  # else the sampler may turn chunking off and the named value with it
+        params.setdefault("enable_chunked_prefill", True)
     if "num_speculative_tokens" in params and params.get("speculative_method") in (None, "off"):
         raise UsageError(f"{FLAG} num_speculative_tokens needs speculative_method=ngram (or draft)")
     return params
