@@ -132,7 +132,8 @@ FIELDS: dict[str, Field] = {
     "try_first": Field(
         str,
         "configurations to measure right after vLLM's defaults, before the sampler's own: KNOB=VALUE pairs, "
-        "several configurations separated by ';' (knobs not named are the sampler's), e.g. "
+        "several configurations separated by ';' (knobs not named are the sampler's: name them all for one exact "
+        "point), e.g. "
         "speculative_method=ngram,num_speculative_tokens=3",
         rule=rules.Rule(
             "KNOB=VALUE pairs separated by ',' (configurations by ';')",
