@@ -76,12 +76,13 @@ def _count(starts: list[float], ends: list[float], t: float) -> int:
 
 
 def block_resamples(n: int, block: int, rng: np.random.Generator) -> np.ndarray:
-    """RESAMPLES × ``n`` indices of a moving-block bootstrap: runs of ``block`` consecutive items (at most a
+    """RESAMPLES × ``n`` indices of a circular block bootstrap: runs of ``block`` consecutive items (at most a
     quarter of them), so that a resample keeps the dependence between neighbours (requests that shared the
-    server at the same time)."""
+    server at the same time). The runs wrap around the end, so every item is drawn equally often: without the
+    wrap the last items of a rising series were under-drawn and an interval could miss its own estimate."""
     block = int(min(max(1, block), max(1, n // 4)))
-    starts = rng.integers(0, n - block + 1, size=(RESAMPLES, -(-n // block)))
-    return np.asarray((starts[:, :, None] + np.arange(block)).reshape(RESAMPLES, -1)[:, :n])
+    starts = rng.integers(0, n, size=(RESAMPLES, -(-n // block)))
+    return np.asarray(((starts[:, :, None] + np.arange(block)) % n).reshape(RESAMPLES, -1)[:, :n])
 
 
 def _block_means(x: np.ndarray, block: int, rng: np.random.Generator) -> np.ndarray:

@@ -28,6 +28,7 @@ from tuner.search.space import SpaceContext
 from tuner.search.study import enqueue_first, open_study, results_of, run_study
 from tuner.search.study_identity import check_same_study, study_defines
 from tuner.search.tries import FLAG as TRY_FLAG
+from tuner.search.tries import announce as announce_try
 from tuner.search.tries import tried_params
 from tuner.settings.tune_settings import TuneSettings
 from tuner.study_outputs import StudyOutputs, stored_runs
@@ -112,6 +113,8 @@ def open_run(
     fingerprint = fingerprint or model_fingerprint(inp.model_dir)
     for note in sctx.notes():  # what the space leaves out (speculation with random weights), said once
         progress.say(note)
+    for params in tried:
+        progress.say(announce_try(params, sctx))
     study = open_study(storage_url(s), resume=s.resume, seed=s.seed, must_exist=s.resume)
     check_same_study(study, study_defines(inp, fingerprint))
     if tried and study.get_trials(deepcopy=False):

@@ -6,8 +6,10 @@ import asyncio
 import bisect
 import random
 
+import numpy as np
 import pytest
 
+from loadtest.backlog import _compare
 from loadtest.lengths import LengthDist
 from loadtest.level_end import LevelEnd
 from loadtest.metrics import compute_metrics
@@ -15,7 +17,7 @@ from loadtest.records import Chunk, RequestRecord
 from loadtest.runner import LoadSpec, run_load
 from loadtest.server_metrics import GaugeSample
 from loadtest.slo import SLO
-from loadtest.steady import percentile_interval
+from loadtest.steady import _p95_difference, percentile_interval
 from loadtest.testing import FakeResponse, FakeTransport
 from loadtest.workload import Workload
 
@@ -191,6 +193,19 @@ def test_p95_interval_covers_the_true_p95_of_a_known_distribution() -> None:
         for k in range(40)
     )
     assert covered >= 30  # a 90 % interval: ~36 of 40 expected
+
+
+@pytest.mark.parametrize("block", [1, 20, 150])
+def test_a_growth_interval_contains_its_own_estimate_when_ttft_rises_through_the_half(block: int) -> None:
+    # a queue building: the last half's TTFTs rise to the end. Blocks that did not wrap around drew its last
+    # requests less often, and the interval of a 2,684-ms growth was [1,538, 2,672] at 150-request blocks
+    rng = random.Random(1)
+    first = [rng.expovariate(1 / 100) for _ in range(600)]
+    last = [100 + 2900 * i / 599 + rng.expovariate(1 / 100) for i in range(600)]
+    growth = _p95_difference(first, last, block, seed=0)
+    assert growth.low <= growth.estimate <= growth.high
+    backlog = _compare(np.asarray(first), np.asarray(last), block, "queued", seed=0).growth
+    assert backlog is not None and backlog.low <= backlog.estimate <= backlog.high
 
 
 def test_level_end_waits_for_many_lifetimes() -> None:

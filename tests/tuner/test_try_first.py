@@ -3,12 +3,15 @@ before anything is written) and measured right after vLLM's defaults, before the
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from launch.config import ServeConfig
 from tuner.errors import UsageError
+from tuner.search.progress import Progress
 from tuner.search.space import SpaceContext, knob_choices
-from tuner.search.tries import tried_params
+from tuner.search.tries import announce, sampled_knobs, tried_params
 from tuner.settings.fields import check_setting
 
 CPU = SpaceContext(base=ServeConfig(model="/m"), min_model_len=600, model_max_len=8192, is_cpu=True)
@@ -32,6 +35,26 @@ def test_a_named_token_budget_keeps_chunked_prefill_on():
     assert tried_params("max_num_seqs=64,max_num_batched_tokens=2048", CPU) == [
         {"max_num_seqs": 64, "max_num_batched_tokens": 2048, "enable_chunked_prefill": True}
     ]
+
+
+def test_the_knobs_left_to_the_sampler_are_named_and_every_named_one_is_an_exact_point():
+    # the committed CPU grid's best point once ran with the sampler's ngram k=2 and max_model_len 2560
+    (partial,) = tried_params("max_num_seqs=256,max_num_batched_tokens=2048", CPU)
+    assert sampled_knobs(partial, CPU) == [
+        "max_model_len",
+        "enable_prefix_caching",
+        "speculative_method",
+        "num_speculative_tokens",
+    ]
+    assert "the sampler picks max_model_len, enable_prefix_caching, speculative_method" in announce(partial, CPU)
+    (exact,) = tried_params(
+        "max_num_seqs=256,max_num_batched_tokens=2048,max_model_len=3072,enable_prefix_caching=true,"
+        "speculative_method=off",
+        CPU,
+    )
+    assert sampled_knobs(exact, CPU) == [] and "one exact configuration" in announce(exact, CPU)
+    (unchunked,) = tried_params("enable_chunked_prefill=false", CPU)  # its token budget is moot, not sampled
+    assert "max_num_batched_tokens" not in sampled_knobs(unchunked, CPU)
 
 
 @pytest.mark.parametrize(
@@ -86,7 +109,9 @@ def test_the_tried_configuration_runs_right_after_the_defaults(offline_inputs):
         ran.append(config)
         return TrialResult(n, "COMPLETE", baseline, config, slo_met=True, goodput_req_s=1.0 + n, best_rate=1.0 + n)
 
-    pipeline.tune(inp, versions={"vllm": "0.32.0"}, run=fake_run_trial)
+    said = io.StringIO()
+    pipeline.tune(inp, versions={"vllm": "0.32.0"}, run=fake_run_trial, progress=Progress(3, stream=said))
+    assert "--try-first: speculative_method=ngram, num_speculative_tokens=3; the sampler picks" in said.getvalue()
     assert ran[0].speculative_method is None  # vLLM's defaults first
     assert ran[1].speculative_method == "ngram" and ran[1].num_speculative_tokens == 3
     assert len(ran) == 3  # the tried configuration counts against --trials

@@ -83,5 +83,23 @@ def tried_params(text: str | None, ctx: SpaceContext) -> list[dict[str, Any]]:
     return [_one(pairs, choices) for pairs in _split(text)]
 
 
+def sampled_knobs(params: dict[str, Any], ctx: SpaceContext) -> list[str]:
+    """The knobs of the space ``params`` leaves to the sampler (those its named values make moot excluded)."""
+    moot = set()
+    if params.get("enable_chunked_prefill") is False:
+        moot.add("max_num_batched_tokens")
+    if params.get("speculative_method") == "off":
+        moot.add("num_speculative_tokens")
+    return [k for k in knob_choices(ctx) if k not in params and k not in moot]
+
+
+def announce(params: dict[str, Any], ctx: SpaceContext) -> str:
+    """One progress line: what a --try-first configuration pins and what it leaves to the sampler."""
+    left = sampled_knobs(params, ctx)
+    if not left:
+        return f"{FLAG}: {describe(params)} (every knob named: one exact configuration)"
+    return f"{FLAG}: {describe(params)}; the sampler picks {', '.join(left)} (name them to pin them)"
+
+
 def describe(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
