@@ -22,6 +22,7 @@ from tuner.report.sample_answer import sample_answer
 from tuner.search.space import params_of
 from tuner.search.study import finished, results_of, run_study
 from tuner.study_outputs import stored_runs
+from tuner.trial.kv_pin import kv_mismatch, pin_note, pinned
 from tuner.trial.result import TrialResult
 from tuner.trial.runner import run_trial
 from tuner.tune_setup import TuneRun
@@ -64,9 +65,15 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
 
     def certify_one(t: TrialResult, first: float | None = None) -> Certification:
         say = functools.partial(r.progress.say, trial=f"certify {t.number}")
+        config = pinned(t.config, t.readback, r.inp.spec, r.inp.gpu.is_cpu)  # the trial's KV blocks, every start
+        if (note := pin_note(t.config, config, t.readback)) is not None:
+            say(note)
         with full.rules.placed(t.config.gpus, device) as where:
-            cert = certify_config(t.number, t.config, full, t.best_rate or 0.0, floor_rate(t), say, where, first)
+            cert = certify_config(t.number, config, full, t.best_rate or 0.0, floor_rate(t), say, where, first)
         say(cert.line())
+        trial_tokens = t.readback.kv_cache_size_tokens if t.readback else None
+        if (odd := kv_mismatch(trial_tokens, [s.report.server.kv_cache_tokens for s in cert.soaks])) is not None:
+            say(odd)
         return cert
 
     certify_study(r.study, summary, soak_s, certify_one, whom)

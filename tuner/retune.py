@@ -31,6 +31,7 @@ from tuner.quantize_step import maybe_quantize
 from tuner.retune_result import CertifiedCheck, OldBest, Retuned, RetunedBest, RetuneResult, Reverified
 from tuner.search.space import params_of
 from tuner.settings.tune_settings import TuneSettings
+from tuner.trial.kv_pin import pinned
 from tuner.tune_setup import base_config, space_context, trial_context
 from tuner.versions import changed_versions, collect_versions
 
@@ -76,7 +77,7 @@ def retune(
     if not model_changed and not changes:
         ctx = trial_context(inputs, study / "logs" / f"retune-{_stamp()}")
         at = verification_rate(rate, tolerance)
-        check = verify_at_rate(best.config, ctx, at, progress)
+        check = verify_at_rate(best.deployed or best.config, ctx, at, progress)  # as launch.sh starts it
         # rate × (share of requests meeting every SLO): unlike good/duration, it does not swing with how
         # long the last request's tail took
         old = replace(old, goodput_at_rate_req_s=rate * good_share(best.metrics))  # best.json's report
@@ -127,7 +128,8 @@ def _retune_changed(
         check, rate = CertifiedCheck(None), best.best_rate
     else:  # no certification (--soak-seconds 0): one verification soak below the search's estimate
         ctx = trial_context(inputs, new_dir / "logs")
-        check = verify_at_rate(best.config, ctx, verification_rate(best.best_rate, tolerance), progress)
+        frozen = pinned(best.config, best.readback, inputs.spec, inputs.gpu.is_cpu)  # as launch.sh starts it
+        check = verify_at_rate(frozen, ctx, verification_rate(best.best_rate, tolerance), progress)
         rate = best.best_rate
     certified = head is not None and head.certified_req_s is not None
     retuned = Retuned(new_dir, RetunedBest(best.number, best.goodput_req_s, rate, certified, best.config, check))

@@ -11,6 +11,7 @@ from typing import Any
 import optuna
 
 from launch import script as launch_script
+from launch.config import ServeConfig
 from tuner.certify.certified import stored as stored_certifications
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, with_confirmations
 from tuner.certify.headline import CONFIRMED, Headline, headline
@@ -21,6 +22,7 @@ from tuner.report.report_html import write_report
 from tuner.report.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.search.progress import Progress
 from tuner.search.study import results_of, timelines_of
+from tuner.trial.kv_pin import pin_note, pinned
 from tuner.trial.result import TrialResult
 
 
@@ -54,16 +56,26 @@ class StudyOutputs:
             write_report(path, results, summary, m, importances(study), **kw)
 
         out = self.inp.out
-        return write_outputs(out, results, meta, self._script, report, timelines_of(study), certs, confirmation)
+        return write_outputs(
+            out, results, meta, self._script, report, timelines_of(study), certs, confirmation, deploy=self.deployed
+        )
+
+    def deployed(self, r: TrialResult) -> ServeConfig:
+        """What launch.sh starts and best.json's ``deployed`` states: the trial's config, its KV cache pinned."""
+        return pinned(r.config, r.readback, self.inp.spec, self.inp.gpu.is_cpu)
 
     def _script(self, path: Path, best: TrialResult, head: Headline) -> None:
+        config = self.deployed(best)
+        note = launch_note(best, head, self.inp.settings.slo, self.inp.workload.name)
+        if (pin := pin_note(best.config, config, best.readback)) is not None:
+            note += "\n" + pin
         launch_script.write_launch_script(
             path,
-            best.config,
+            config,
             self.inp.vllm,
             fingerprint=self.fingerprint,
             model_dir=best.config.model,
-            note=launch_note(best, head, self.inp.settings.slo, self.inp.workload.name),
+            note=note,
             nice=self.nice,
         )
 

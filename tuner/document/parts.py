@@ -97,6 +97,7 @@ class TrialBrief:
     best_rate_req_s: float | None  # the search's highest passing rate (None: none passed)
     config: ServeConfig
     launched: ServeConfig | None  # what the server ran, where memory emulation changed it
+    deployed: ServeConfig | None  # what launch.sh starts (the KV cache pinned: tuner.trial.kv_pin); older files: None
     metrics: ReportSummary | None  # the load report at best_rate_req_s
     kv_tokens_predicted: int | None
     kv_tokens_reported: int | None
@@ -105,7 +106,7 @@ class TrialBrief:
 
     @classmethod
     def from_fields(cls, f: Fields) -> TrialBrief:
-        launched, metrics = f.opt_obj("launched"), f.opt_obj("metrics")
+        launched, metrics, deployed = f.opt_obj("launched"), f.opt_obj("metrics"), f.opt_obj("deployed")
         return cls(
             trial=f.integer("trial"),
             state=trial_state(f),
@@ -114,6 +115,7 @@ class TrialBrief:
             best_rate_req_s=f.opt_number("best_rate_req_s"),
             config=_config(f.obj("config")),
             launched=_config(launched) if launched else None,
+            deployed=_config(deployed) if deployed else None,
             metrics=metrics.record(ReportSummary.from_dict) if metrics else None,
             kv_tokens_predicted=f.opt_integer("kv_tokens_predicted"),
             kv_tokens_reported=f.opt_integer("kv_tokens_reported"),

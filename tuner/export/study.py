@@ -75,7 +75,7 @@ def read_study(study_dir: str | Path) -> StudyWinner:
         study_dir=study_dir,
         doc=doc,
         trial=best.trial,
-        config=best.config,
+        config=best.deployed or best.config,  # as launch.sh starts it: the KV cache pinned (tuner.trial.kv_pin)
         launched=best.launched,
         rate=rate,
         goodput_req_s=best.goodput_req_s,

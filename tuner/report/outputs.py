@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import pandas as pd
 
+from launch.config import ServeConfig
 from tuner.certify.certification import Certification
 from tuner.certify.confirm import Confirmation
 from tuner.certify.headline import Headline, headline
@@ -73,9 +74,11 @@ def best_document(
     meta: dict[str, Any],
     headline: Headline,
     certifications: Mapping[int, Certification] | None = None,
+    deploy: Callable[[TrialResult], ServeConfig] | None = None,
 ) -> dict[str, Any]:
     """best.json: the metadata, the headline (tuner.certify.headline: the one stated capacity and gain), the best,
-    the defaults and the closest misses, and every certification's soaks."""
+    the defaults and the closest misses, and every certification's soaks. ``deploy``: what launch.sh starts of a
+    trial (its KV cache pinned: tuner.trial.kv_pin), stated as ``deployed``."""
     certs = certifications or {}
 
     def brief(r: TrialResult | None) -> dict[str, Any] | None:
@@ -89,6 +92,7 @@ def best_document(
             "best_rate_req_s": r.best_rate,
             "config": r.config.to_dict(),
             "launched": r.launched.to_dict() if r.launched else None,
+            "deployed": (deploy(r) if deploy else r.config).to_dict(),
             "metrics": r.report.to_dict() if r.report else None,
             "kv_tokens_predicted": r.budget.kv_tokens if r.budget else None,
             "kv_tokens_reported": r.readback.kv_cache_size_tokens if r.readback else None,
@@ -168,6 +172,7 @@ def write_outputs(
     timelines: Mapping[int, Mapping[str, Any]] | None = None,
     certifications: Mapping[int, Certification] | None = None,
     confirmation: Confirmation | None = None,
+    deploy: Callable[[TrialResult], ServeConfig] | None = None,
 ) -> Summary:
     """Write every output file; ``write_script(path, best, headline)`` and ``write_report(path, results,
     summary, meta, headline=)`` are injected (launch.sh needs the probed vLLM; report.html is its own
@@ -186,7 +191,7 @@ def write_outputs(
     tmp = out / "trials.csv.tmp"
     frame.to_csv(tmp, index=False)
     os.replace(tmp, out / "trials.csv")
-    document = with_predictions(best_document(summary, meta, head, certifications), results, certifications)
+    document = with_predictions(best_document(summary, meta, head, certifications, deploy), results, certifications)
     figures = CostFigures.from_dict(json.loads(json.dumps(document, default=str)))  # the figures as written
     price = gpu_price(figures)
     document["cost"] = cost_document(figures, *price)  # $ per million output tokens at the stated rates
