@@ -9,14 +9,16 @@ docs/certification.md), down to the lowest rate the search saw hold, or, when th
 requests per second than that, to STEP below what it completed (a search estimate twice too high then costs
 one soak, not seven). Once a soak held, the rate between it and the lowest missed one is bisected while they
 are more than a step apart, so the certified rate is not far below what holds either. A soak that missed
-while other processes took a notable share of the host's cores is held once more at its rate.
+while other processes took a notable share of the host's cores is held once more at its rate. The rate that
+certifies is then held once more on another fresh server; where that misses, the stepping goes on below it
+(tuner.certify.confirming: the rules, SERVERS).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from loadtest.host_cpu import HostCpu
@@ -24,9 +26,7 @@ from loadtest.report import LoadReport
 from loadtest.slo import SLO
 from loadtest.steady import Interval, percentile_interval
 from loadtest.summary import ReportSummary
-
-STEP = 0.9  # each step down keeps this share of the rate
-MAX_SOAKS = 5
+from tuner.certify.confirming import eligible_rates, next_step, servers_holding, soak_again
 
 
 class Served(Protocol):
@@ -48,6 +48,7 @@ class Soak:
     intervals: dict[str, Interval]  # per SLO: a bootstrap interval of its percentile
     report: ReportSummary
     host: HostCpu | None = None  # how busy the host was during the soak (loadtest.host_cpu)
+    server: int = 0  # which fresh server of the certification ran it (0: the first)
 
     def line(self) -> str:
         vals = ", ".join(
@@ -71,6 +72,7 @@ class Soak:
             "slo_values": dict(self.slo_values),
             "intervals": {k: iv.to_dict() for k, iv in self.intervals.items()},
             "metrics": self.report.to_dict(),
+            "server": self.server,
         }
 
     @classmethod
@@ -89,6 +91,7 @@ class Soak:
             intervals,
             report,
             report.host_cpu,
+            d.get("server", 0),  # files before 2026-12-03: one server per soak sequence was not recorded
         )
 
 
@@ -104,8 +107,14 @@ class Certification:
 
     @property
     def certified_rate(self) -> float | None:
-        held = [s.rate for s in self.soaks if s.holds]
-        return max(held) if held else None
+        """The highest held rate below every miss not cleared by a retry (tuner.certify.confirming)."""
+        return max(eligible_rates(self.soaks), default=None)
+
+    @property
+    def servers(self) -> int:
+        """Fresh servers that held the certified rate (or more)."""
+        rate = self.certified_rate
+        return 0 if rate is None else servers_holding(self.soaks, rate)
 
     @property
     def certified_soak(self) -> Soak | None:
@@ -115,9 +124,10 @@ class Certification:
         if self.certified_rate is None:
             why = self.fail_reason or f"no soak held down to {self.soaks[-1].rate:.3f} req/s"
             return f"trial {self.trial}: NOT certified ({why}); the search's estimate was {self.estimate_req_s:.3f}"
+        where = "a fresh server" if self.servers < 2 else f"{self.servers} fresh servers"
         return (
-            f"trial {self.trial}: certified {self.certified_rate:.3f} req/s ({self.soak_s:.0f}-s soak on a fresh "
-            f"server; the search's estimate {self.estimate_req_s:.3f})"
+            f"trial {self.trial}: certified {self.certified_rate:.3f} req/s ({self.soak_s:.0f}-s soaks held on "
+            f"{where}; the search's estimate {self.estimate_req_s:.3f})"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -188,45 +198,21 @@ def certify(
         with contextlib.ExitStack() as servers:
             server = servers.enter_context(serve())
             rate: float | None = estimate if first is None else first
+            index, fresh = 0, False
             while rate is not None:
-                if soaks and not soaks[-1].holds:  # the missed soak may have left this server worse: a fresh one
+                if fresh:  # after a miss (it may have left this server worse), or to confirm a held rate
                     servers.close()
-                    server = servers.enter_context(serve())
+                    server, index = servers.enter_context(serve()), index + 1
                 progress(f"certifying trial {trial}: soak at {rate:.3f} req/s for {soak_s:.0f} s")
-                soaks.append(run_soak(server.url, rate))
+                soaks.append(replace(run_soak(server.url, rate), server=index))
                 progress(soaks[-1].line())
                 if soak_again(soaks):
                     progress(f"certifying trial {trial}: other processes shared the host; the same rate again")
+                    fresh = False
                 else:
-                    rate = next_rate(soaks, floor)
+                    rate, fresh = next_step(soaks, floor)
+                    if rate is not None and fresh and soaks[-1].holds:
+                        progress(f"certifying trial {trial}: {rate:.3f} req/s once more, on another fresh server")
     except LaunchFailure as exc:
         return Certification(trial, estimate, soak_s, tuple(soaks), fail_reason=f"{exc.reason}: {exc.detail}")
     return Certification(trial, estimate, soak_s, tuple(soaks))
-
-
-def soak_again(soaks: list[Soak]) -> bool:
-    """A soak that missed while other processes took a notable share of the host's cores is held once more at
-    the same rate: a figure stepped down for someone else's work would not be the configuration's."""
-    last = soaks[-1]
-    shared = last.host is not None and last.host.notable
-    first_at_rate = len(soaks) < 2 or soaks[-2].rate != last.rate
-    return not last.holds and shared and first_at_rate and len(soaks) < MAX_SOAKS
-
-
-def next_rate(soaks: list[Soak], floor: float) -> float | None:
-    """The next soak's rate, or None when certification is done (MAX_SOAKS, the floor, or a held rate within
-    a step of the lowest missed one). Before any soak held: STEP below the last rate, or below what the
-    server sustained when that is lower. After: the midpoint of the highest held and lowest missed rates."""
-    if len(soaks) >= MAX_SOAKS:
-        return None
-    held = [s.rate for s in soaks if s.holds]
-    if not held:
-        last = soaks[-1]
-        sustained = last.throughput_req_s if last.throughput_req_s > 0 else last.rate
-        rate = STEP * min(last.rate, sustained)
-        return rate if rate >= floor else None
-    lo = max(held)
-    hi = min((s.rate for s in soaks if not s.holds and s.rate > lo), default=None)
-    if hi is None or lo >= STEP * hi:
-        return None
-    return (lo + hi) / 2
