@@ -343,3 +343,13 @@ def test_a_soak_missed_on_a_shared_host_is_held_once_more_at_its_rate():
     tried.clear()
     cert = certify(2, 10.0, 1.0, 30.0, serving(FakeServer()), soaking(busy, busy))
     assert tried == pytest.approx([10.0, 10.0, 9.0, 9.0])  # shared twice at one rate: stepped down after one repeat
+
+
+def test_the_headline_says_on_how_many_fresh_servers_the_rate_held():
+    base, best = trial(0, 5.0, baseline=True), trial(1, 10.0)
+    two = Certification(1, 10.0, 60.0, (soak(9.0, True), replace(soak(9.0, True), server=1)))
+    stated = headline(summarize([base, best]), {1: two}, None)
+    assert "9.000 req/s certified (60-s soaks held on 2 fresh servers;" in stated.rate_text()
+    assert stated.to_dict()["certified_on_servers"] == 2
+    one = headline(summarize([base, best]), {1: cert_of(best, 9.0, 60.0)}, None)
+    assert "(60-s soak on a fresh server;" in one.rate_text() and one.to_dict()["certified_on_servers"] == 1

@@ -43,6 +43,7 @@ class Headline:
     overruled_req_s: float | None = None
     gpus: tuple[int, int] | None = None  # (best, defaults) when their layouts differ: the gain is then per GPU
     shared_host: HostCpu | None = None  # the certifying soak's host, when other processes used a notable share
+    servers: int = 1  # fresh servers that held the certified rate (tuner.certify.confirming)
 
     @property
     def rate_req_s(self) -> float | None:
@@ -57,7 +58,7 @@ class Headline:
                 else ""
             )
             return (
-                f"{self.certified_req_s:.3f} req/s certified ({self.soak_s:.0f}-s soak on a fresh server; "
+                f"{self.certified_req_s:.3f} req/s certified ({self.soak_s:.0f}-s {self._where()}; "
                 f"the search's estimate {self.estimate_req_s:.3f}{shared})"
             )
         if self.estimate_req_s is None:
@@ -98,6 +99,9 @@ class Headline:
             return "No configuration met the SLOs at any tested load."
         return f"Best: trial {self.best_trial}, {self.rate_text()}; {self.gain_text()}"
 
+    def _where(self) -> str:
+        return "soak on a fresh server" if self.servers < 2 else f"soaks held on {self.servers} fresh servers"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "best_trial": self.best_trial,
@@ -115,6 +119,7 @@ class Headline:
             "overruled_certified_rate_req_s": self.overruled_req_s,
             "gain_per_gpu": self.gpus is not None,
             "certified_on_shared_host": self.shared_host.to_dict() if self.shared_host is not None else None,
+            "certified_on_servers": self.servers if self.certified_req_s is not None else None,
             "line": self.line(),
         }
 
@@ -152,6 +157,7 @@ def _headline(
         basis=None,
         certification_failed=cert is not None and cert.certified_rate is None,
         shared_host=_shared_host(cert),
+        servers=max(1, cert.servers) if cert else 1,
     )
     if summary.overruled is not None:
         lost = certifications.get(summary.overruled.number)

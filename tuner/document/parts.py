@@ -148,6 +148,7 @@ class StatedHeadline:
     overruled_certified_rate_req_s: float | None
     gain_per_gpu: bool | None  # None: written before it was recorded
     certified_on_shared_host: HostCpu | None
+    certified_on_servers: int | None  # fresh servers that held it; None: not certified, or written before 2026-12-03
     line: str
 
     @classmethod
@@ -169,5 +170,6 @@ class StatedHeadline:
             overruled_certified_rate_req_s=f.opt_number("overruled_certified_rate_req_s"),
             gain_per_gpu=f.opt_flag("gain_per_gpu"),
             certified_on_shared_host=host_cpu(host) if host else None,
+            certified_on_servers=f.opt_integer("certified_on_servers"),
             line=f.text("line"),
         )
