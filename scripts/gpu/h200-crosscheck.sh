@@ -4,7 +4,8 @@
 #   bash scripts/gpu/h200-crosscheck.sh STUDY_DIR FACTOR SECONDS LIMIT_S DEST
 # The server runs the best trial's *launched* configuration from STUDY_DIR/best.json (with --emulate-on its
 # gpu_memory_utilization rescaled to the H200, as the trials and soaks ran; launch.sh carries the target GPU's value)
-# through launch.command.build_command, the argv and environment a trial gets. Once it is ready (and two warm-up
+# and its KV cache pinned as launch.sh pins it (best.deployed), through launch.command.build_command, the argv and
+# environment a trial gets. Once it is ready (and two warm-up
 # requests answered, as launch.sh does), the benchmark sends FACTOR x the certified rate for SECONDS at a Poisson rate.
 # Writes DEST/crosscheck-vllm-bench-<FACTOR>x.json, DEST/crosscheck.log (this script's lines, the server's memory
 # lines, vLLM's /metrics counters before and after). Gives up after LIMIT_S in all; the server is always stopped.
@@ -28,6 +29,9 @@ rate = best["certified_rate_req_s"]
 if not rate:
     sys.exit(1)
 cfg = ServeConfig.from_dict(best["best"]["launched"] or best["best"]["config"])
+deployed = best["best"].get("deployed") or {}
+if deployed.get("kv_cache_memory_bytes"):  # launch.sh's pin (tuner.trial.kv_pin): the trial's KV blocks
+    cfg = ServeConfig.from_dict({**cfg.to_dict(), "kv_cache_memory_bytes": deployed["kv_cache_memory_bytes"]})
 argv, env = build_command(cfg, probe_vllm(sys.executable), host="127.0.0.1", port=port)
 out.mkdir(parents=True, exist_ok=True)
 (out / "argv").write_text("\0".join(argv) + "\0")
@@ -45,7 +49,7 @@ env "${envs[@]}" setsid "${argv[@]}" > /tmp/xcheck/server.log 2>&1 &
 spid=$!
 stop() {
   kill -TERM -- -"$spid" 2>/dev/null; sleep 5; kill -KILL -- -"$spid" 2>/dev/null
-  grep -E "Actual usage is|Available KV cache memory|GPU KV cache size|Maximum concurrency|Error" /tmp/xcheck/server.log \
+  grep -E "Actual usage is|Available KV cache memory|specified by kv_cache_memory_bytes|GPU KV cache size|Maximum concurrency|Error" /tmp/xcheck/server.log \
     | cut -c1-400 >> "$dest/crosscheck.log"
 }
 trap stop EXIT

@@ -33,7 +33,7 @@ log() { echo "[h200-predict $(el)s $(date -u +%H:%M:%SZ)] $*"; }
 source scripts/gpu/h200-stage.sh
 stage_vllm || exit 0
 [ -f .xs2/gpu-cache.tgz ] && [ ! -d ~/.cache/vllm ] && tar -xzf .xs2/gpu-cache.tgz -C ~ && log "restored compile caches"
-[ "$trials" = 0 ] && [ -z "${CROSSCHECK_IF_LEFT:-}" ] && exit 0  # staging only
+[ "$trials" = 0 ] && [ -z "${CROSSCHECK_IF_LEFT:-}${GRID_BEST_IF_LEFT:-}" ] && exit 0  # staging only
 source scripts/gpu/h200-env.sh
 out="${PREDICT_OUT:-results/h200-llama-3-8b-a30-predict}"
 keep="/tmp/keep-$(basename "$out")"
@@ -114,7 +114,7 @@ if [ -n "${OUT:-}" ]; then
   cp "$k/tune.log" "$keep/tune.log"
   { [ -f "$keep/memory-lines.txt" ] && cat "$keep/memory-lines.txt"; echo "$header"
     find "$out/logs" -name '*.log' -newer "$stamp" 2>/dev/null | sort | xargs -r grep -H -E \
-      "Actual usage is|Available KV cache memory|GPU KV cache size|Maximum concurrency|model weights took|Loading took|healthy|init engine" \
+      "Actual usage is|Available KV cache memory|specified by kv_cache_memory_bytes|GPU KV cache size|Maximum concurrency|model weights took|Loading took|healthy|init engine" \
       | cut -c1-400; } > "$k/memory-lines.txt" || true
   cp "$k/memory-lines.txt" "$keep/memory-lines.txt"
   [ -d /tmp/grid-best ] && cp -r /tmp/grid-best "$k/grid-best" && rm -rf "$k/grid-best/grid-logs"
