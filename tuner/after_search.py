@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Callable
 
 from launch.config import ServeConfig
-from tuner.certify.certification import Certification
+from tuner.certify.certification import Certification, Soak
 from tuner.certify.certified import certify_study, floor_rate, stored
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
@@ -26,6 +27,8 @@ from tuner.trial.kv_pin import kv_mismatch, pin_note, pinned
 from tuner.trial.result import TrialResult
 from tuner.trial.runner import run_trial
 from tuner.tune_setup import TuneRun
+
+Keep = Callable[[tuple[Soak, ...]], None]  # stores a certification's soaks as they come
 
 
 def confirm_best(r: TuneRun, summary: Summary) -> Summary:
@@ -63,13 +66,14 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
     full = r.tctx.uncut()  # soaks are never cut short
     device = r.inp.settings.device_list()[0]
 
-    def certify_one(t: TrialResult, first: float | None = None) -> Certification:
+    def certify_one(t: TrialResult, first: float | None, prior: tuple[Soak, ...], keep: Keep) -> Certification:
         say = functools.partial(r.progress.say, trial=f"certify {t.number}")
         config = pinned(t.config, t.readback, r.inp.spec, r.inp.gpu.is_cpu)  # the trial's KV blocks, every start
         if (note := pin_note(t.config, config, t.readback)) is not None:
             say(note)
         with full.rules.placed(t.config.gpus, device) as where:
-            cert = certify_config(t.number, config, full, t.best_rate or 0.0, floor_rate(t), say, where, first)
+            cert = certify_config(t.number, config, full, t.best_rate or 0.0, floor_rate(t), say, where, first,
+                                  prior, keep)  # fmt: skip
         say(cert.line())
         trial_tokens = t.readback.kv_cache_size_tokens if t.readback else None
         if (odd := kv_mismatch(trial_tokens, [s.report.server.kv_cache_tokens for s in cert.soaks])) is not None:

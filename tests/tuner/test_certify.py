@@ -15,7 +15,7 @@ from loadtest.dist import Dist
 from loadtest.summary import ReportSummary
 from tests.tuner.certify_fakes import soak
 from tuner.certify.certification import Certification
-from tuner.certify.certified import certify_study, floor_rate, stored, to_certify
+from tuner.certify.certified import certify_study, floor_rate, interrupted, stored, to_certify
 from tuner.certify.confirm import Confirmation
 from tuner.certify.headline import CERTIFIED, CONFIRMED, SEARCH, headline
 from tuner.report.outputs import summarize, write_outputs
@@ -53,7 +53,7 @@ def test_the_best_and_the_defaults_are_certified_once_and_kept_in_the_study():
     assert floor_rate(best) == 5.0
     study, runs = Attrs(), []
 
-    def run(t, first=None):
+    def run(t, first, prior, keep):
         runs.append(t.number)
         return cert_of(t, (first or t.best_rate) * 0.9)
 
@@ -64,6 +64,28 @@ def test_the_best_and_the_defaults_are_certified_once_and_kept_in_the_study():
     assert runs == [1, 0, 1, 0]
     certify_study(study, summary, 90.0, run, first={0: 20.0})  # trial 0 soaks first at a rate it was given
     assert stored(study)[0].certified_rate == 18.0 and stored(study)[1].certified_rate == 0.9 * best.best_rate
+
+
+def test_a_certification_cut_short_keeps_its_soaks_and_a_resume_goes_on_from_them():
+    best = trial(1, 10.0, seqs=64)
+    summary, study, given = summarize([best]), Attrs(), []
+
+    def cut(t, first, prior, keep):
+        keep((soak(10.0, True),))  # one soak done, then the run is interrupted
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        certify_study(study, summary, 30.0, cut, "best")
+    assert stored(study) == {} and interrupted(study, 1, 30.0) == (soak(10.0, True),)
+    assert interrupted(study, 1, 60.0) == ()  # another soak length starts over
+
+    def resumed(t, first, prior, keep):
+        given.append(prior)
+        return Certification(1, 10.0, 30.0, (*prior, replace(soak(10.0, True), server=1)))
+
+    certify_study(study, summary, 30.0, resumed, "best")
+    assert given == [(soak(10.0, True),)] and stored(study)[1].servers == 2
+    assert interrupted(study, 1, 30.0) == ()  # done: the kept soaks live in the certification now
 
 
 def test_the_headline_compares_like_with_like():

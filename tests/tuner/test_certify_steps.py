@@ -137,3 +137,23 @@ def test_a_soak_missed_on_a_shared_host_is_held_once_more_at_its_rate():
     tried.clear()
     cert = certify(2, 10.0, 1.0, 30.0, serving(FakeServer()), soaking(busy, busy))
     assert tried == pytest.approx([10.0, 10.0, 9.0, 9.0])  # shared twice at one rate: stepped down after one repeat
+
+
+def test_an_interrupted_certification_goes_on_from_its_soaks_on_a_new_server():
+    # the H200's run d: 71.8 missed, 45.1, 58.4 and 65.1 held, then the confirming soak was cut by the call's limit
+    prior = tuple(replace(s, server=i) for i, s in enumerate([soak(71.812, False, sustained=50.1)])) + tuple(
+        replace(soak(r, True), server=1) for r in (45.079, 58.446, 65.129)
+    )
+    server, tried, kept, lines = FakeServer(), [], [], []
+
+    def run_soak(url, rate):
+        tried.append(rate)
+        return soak(rate, holds=True)
+
+    cert = certify(2, 71.812, 40.0, 90.0, serving(server), run_soak, lines.append, prior=prior, keep=kept.append)
+    assert tried == [65.129] and server.started == ["start", "stop"]  # only the confirmation is left to soak
+    assert cert.soaks[:4] == prior and cert.soaks[4].server == 2  # a third server, not the second again
+    assert cert.certified_rate == 65.129 and cert.servers == 2
+    assert kept == [cert.soaks] and "going on from 4 soak(s)" in lines[0] and "65.129 req/s next" in lines[0]
+    done = certify(2, 71.812, 40.0, 90.0, serving(server), run_soak, lines.append, prior=cert.soaks)
+    assert done == cert and server.started == ["start", "stop"]  # nothing left: no server started

@@ -187,24 +187,35 @@ def certify(
     run_soak: Callable[[str, float], Soak],
     progress: Callable[[str], None] = lambda _m: None,
     first: float | None = None,
+    prior: tuple[Soak, ...] = (),
+    keep: Callable[[tuple[Soak, ...]], None] = lambda _s: None,
 ) -> Certification:
     """Soak a fresh server (``serve()``) at ``estimate``; step down by STEP while a soak misses, to no lower
     than ``floor`` (the lowest rate the search saw hold) and at most MAX_SOAKS times. ``first``: the first
-    soak's rate where it is not the estimate (a speculating winner's twin starts at the rate it must beat)."""
+    soak's rate where it is not the estimate (a speculating winner's twin starts at the rate it must beat).
+    ``prior``: the soaks of an interrupted certification, gone on from on a fresh server; ``keep`` is given the
+    soaks after each one, so that an interruption loses at most the soak it cut."""
     from launch.errors import LaunchFailure
 
-    soaks: list[Soak] = []
+    soaks = list(prior)
+    rate, index = _start(prior, floor, estimate if first is None else first)
+    if prior:
+        went = f"{rate:.3f} req/s next" if rate is not None else "nothing left to soak"
+        progress(f"certifying trial {trial}: going on from {len(prior)} soak(s) of an interrupted certification "
+                 f"({went})")  # fmt: skip
+    if rate is None:
+        return Certification(trial, estimate, soak_s, tuple(soaks))
     try:
         with contextlib.ExitStack() as servers:
             server = servers.enter_context(serve())
-            rate: float | None = estimate if first is None else first
-            index, fresh = 0, False
+            fresh = False
             while rate is not None:
                 if fresh:  # after a miss (it may have left this server worse), or to confirm a held rate
                     servers.close()
                     server, index = servers.enter_context(serve()), index + 1
                 progress(f"certifying trial {trial}: soak at {rate:.3f} req/s for {soak_s:.0f} s")
                 soaks.append(replace(run_soak(server.url, rate), server=index))
+                keep(tuple(soaks))
                 progress(soaks[-1].line())
                 if soak_again(soaks):
                     progress(f"certifying trial {trial}: other processes shared the host; the same rate again")
@@ -216,3 +227,11 @@ def certify(
     except LaunchFailure as exc:
         return Certification(trial, estimate, soak_s, tuple(soaks), fail_reason=f"{exc.reason}: {exc.detail}")
     return Certification(trial, estimate, soak_s, tuple(soaks))
+
+
+def _start(prior: tuple[Soak, ...], floor: float, first: float) -> tuple[float | None, int]:
+    """The first soak's rate (None: the prior soaks finished the certification) and its server's index: after
+    an interruption the server is a new one, so a rate that is confirmed there counts as another server's."""
+    if not prior:
+        return first, 0
+    return next_step(prior, floor)[0], max(s.server for s in prior) + 1

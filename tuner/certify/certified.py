@@ -5,19 +5,23 @@ After the search (and any --confirm), the best configuration and vLLM's defaults
 every configuration that met the SLO is, and the one that certified the highest rate wins
 (tuner.certify.summary.certified_summary). Certifications live in the study
 (user attribute ``certifications``), so a resumed study keeps them instead of soaking again; one made
-with another soak length, or of a trial that is no longer the best or the defaults, is not reused.
+with another soak length, or of a trial that is no longer the best or the defaults, is not reused. The soaks
+of a certification in progress are stored after each one (``certifications_interrupted``), so that a resumed
+study goes on from them instead of soaking again: on the H200 one certification took 4 soaks on 3 servers.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from tuner.certify.certification import Certification
+from tuner.certify.certification import Certification, Soak
 from tuner.certify.summary import Summary
 from tuner.trial.result import TrialResult
 
 STUDY_ATTR = "certifications"
+PARTIAL_ATTR = "certifications_interrupted"  # trial number -> the soak length and soaks of a cut certification
 
 
 class AttrStore(Protocol):  # an optuna.Study, or a stand-in in tests
@@ -63,23 +67,52 @@ def floor_rate(trial: TrialResult) -> float:
     return min(held) if held else (trial.best_rate or 0.0) / 2
 
 
+class CertifyOne(Protocol):  # soaks one trial: tuner.after_search's certify_one, a stand-in in tests
+    def __call__(
+        self, trial: TrialResult, first: float | None, prior: tuple[Soak, ...], keep: Callable[[tuple[Soak, ...]], None]
+    ) -> Certification: ...
+
+
 def certify_study(
     study: AttrStore,
     summary: Summary,
     soak_s: float,
-    run: Callable[[TrialResult, float | None], Certification],
+    run: CertifyOne,
     whom: str = "all",
     also: tuple[TrialResult, ...] = (),
     first: Mapping[int, float] | None = None,
 ) -> dict[int, Certification]:
     """Certify what needs it (reusing stored certifications of the same soak length) and store the new ones;
-    ``run(trial, first_rate)`` soaks one, from ``first``'s rate for that trial where given, else its estimate.
-    ``also``: further trials to certify (a speculating winner's twin without speculation: tuner.certify.spec_rule)."""
+    ``run(trial, first_rate, prior, keep)`` soaks one, from ``first``'s rate for that trial where given, else its
+    estimate; ``prior``: the soaks of its interrupted certification (same soak length), which ``keep`` stores after
+    each soak. ``also``: further trials to certify (a speculating winner's twin: tuner.certify.spec_rule)."""
     have = stored(study)
     for trial in [*to_certify(summary, whom), *(t for t in also if t.best_rate)]:
         old = have.get(trial.number)
         if old is not None and old.soak_s == soak_s:
             continue
-        have[trial.number] = run(trial, (first or {}).get(trial.number))
+        keep = functools.partial(_keep_interrupted, study, trial.number, soak_s)
+        have[trial.number] = run(trial, (first or {}).get(trial.number), interrupted(study, trial.number, soak_s), keep)
         study.set_user_attr(STUDY_ATTR, [c.to_dict() for c in have.values()])
+        _keep_interrupted(study, trial.number, soak_s, None)
     return have
+
+
+def interrupted(study: AttrStore, trial: int, soak_s: float) -> tuple[Soak, ...]:
+    """The soaks an interrupted certification of ``trial`` stored, where they are of ``soak_s`` seconds."""
+    kept = study.user_attrs.get(PARTIAL_ATTR, {}).get(str(trial))
+    if not kept or kept["soak_s"] != soak_s:
+        return ()
+    return tuple(Soak.from_dict(d) for d in kept["soaks"])
+
+
+def _keep_interrupted(study: AttrStore, trial: int, soak_s: float, soaks: tuple[Soak, ...] | None) -> None:
+    """Store a certification's soaks as they come (None: it finished, they are in the certification now)."""
+    kept = dict(study.user_attrs.get(PARTIAL_ATTR, {}))
+    if soaks is None:
+        if str(trial) not in kept:
+            return
+        kept.pop(str(trial))
+    else:
+        kept[str(trial)] = {"soak_s": soak_s, "soaks": [s.to_dict() for s in soaks]}
+    study.set_user_attr(PARTIAL_ATTR, kept)

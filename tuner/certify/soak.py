@@ -53,11 +53,13 @@ def certify_config(
     progress: Callable[[str], None],
     device: str | None = None,
     first: float | None = None,
+    prior: tuple[Soak, ...] = (),
+    keep: Callable[[tuple[Soak, ...]], None] = lambda _s: None,
 ) -> Certification:
-    """Certify ``config`` on a fresh server from the search's ``estimate`` (or ``first``) down
-    (tuner.certify.certification)."""
+    """Certify ``config`` on a fresh server from the search's ``estimate`` (or ``first``) down, or on from the
+    ``prior`` soaks of an interrupted certification (tuner.certify.certification)."""
     seconds = ctx.plan.soak_s
-    attempts = itertools.count()
+    attempts = itertools.count(len(prior))  # each soak its own prompts, across an interruption too
     return certify(
         trial,
         estimate,
@@ -67,4 +69,6 @@ def certify_config(
         lambda url, rate: run_soak(url, config, ctx, rate, seconds, next(attempts)),
         progress,
         first,
+        prior,
+        keep,
     )
