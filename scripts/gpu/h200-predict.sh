@@ -10,8 +10,8 @@
 # The study lives in /tmp/keep-<its folder name> between calls on one machine (the working tree is sent again with each
 # call); a call on a fresh machine resumes from results/h200-llama-3-8b-a30-predict/study.db when that is there.
 # PREDICT_SAMPLE: --predict-sample (default 60: each call ranks the sample again, ~0.5-1 s a configuration). SOAK: --soak-seconds (default 0: nothing certified).
-# CERTIFY=all|best|baseline: tune --certify (whom the soaks certify). Certifications are stored only once done, so a
-#   call that certifies must have the time for every soak (a miss steps down: another soak on the same server).
+# CERTIFY=all|best|baseline: tune --certify (whom the soaks certify). Each soak is stored once done, and a call cut
+#   in the middle of a certification is gone on from by the next (resumed) call; only the soak it cut is lost.
 # CERTIFY_IF_LEFT=S: tune searches without soaks; once the search is over (TRIALS trials, or --predict stopped it) and
 #   S seconds of HARD_LIMIT_S are left, a second tune call (resumed, nothing left to launch) certifies with SOAK.
 # PREDICT_OUT: the study's folder (default results/h200-llama-3-8b-a30-predict); it is kept in /tmp/keep-<its name>.
