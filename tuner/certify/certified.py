@@ -67,10 +67,8 @@ def floor_rate(trial: TrialResult) -> float:
     return min(held) if held else (trial.best_rate or 0.0) / 2
 
 
-class CertifyOne(Protocol):  # soaks one trial: tuner.after_search's certify_one, a stand-in in tests
-    def __call__(
-        self, trial: TrialResult, first: float | None, prior: tuple[Soak, ...], keep: Callable[[tuple[Soak, ...]], None]
-    ) -> Certification: ...
+# soaks one trial (the trial, its first rate, the soaks of its interrupted certification, where to keep new soaks)
+CertifyOne = Callable[[TrialResult, float | None, tuple[Soak, ...], Callable[[tuple[Soak, ...]], None]], Certification]
 
 
 def certify_study(
