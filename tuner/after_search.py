@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Callable
 
 from launch.config import ServeConfig
-from tuner.certify.certification import Certification, Soak
+from tuner.certify.certification import Certification, KeepSoaks, Soak
 from tuner.certify.certified import certify_study, floor_rate, stored
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
@@ -27,8 +26,6 @@ from tuner.trial.kv_pin import kv_mismatch, pin_note, pinned
 from tuner.trial.result import TrialResult
 from tuner.trial.runner import run_trial
 from tuner.tune_setup import TuneRun
-
-Keep = Callable[[tuple[Soak, ...]], None]  # stores a certification's soaks as they come
 
 
 def confirm_best(r: TuneRun, summary: Summary) -> Summary:
@@ -66,7 +63,7 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
     full = r.tctx.uncut()  # soaks are never cut short
     device = r.inp.settings.device_list()[0]
 
-    def certify_one(t: TrialResult, first: float | None, prior: tuple[Soak, ...], keep: Keep) -> Certification:
+    def certify_one(t: TrialResult, first: float | None, prior: tuple[Soak, ...], keep: KeepSoaks) -> Certification:
         say = functools.partial(r.progress.say, trial=f"certify {t.number}")
         config = pinned(t.config, t.readback, r.inp.spec, r.inp.gpu.is_cpu)  # the trial's KV blocks, every start
         if (note := pin_note(t.config, config, t.readback)) is not None:

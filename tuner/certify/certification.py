@@ -95,6 +95,9 @@ class Soak:
         )
 
 
+KeepSoaks = Callable[[tuple[Soak, ...]], None]  # stores a certification's soaks as they come (tuner.certify.certified)
+
+
 @dataclass(frozen=True)
 class Certification:
     """The soaks of one configuration, from the search's estimate down; the first that held certifies."""
@@ -188,7 +191,7 @@ def certify(
     progress: Callable[[str], None] = lambda _m: None,
     first: float | None = None,
     prior: tuple[Soak, ...] = (),
-    keep: Callable[[tuple[Soak, ...]], None] = lambda _s: None,
+    keep: KeepSoaks = lambda _s: None,
 ) -> Certification:
     """Soak a fresh server (``serve()``) at ``estimate``; step down by STEP while a soak misses, to no lower
     than ``floor`` (the lowest rate the search saw hold) and at most MAX_SOAKS times. ``first``: the first

@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from tuner.certify.certification import Certification, Soak
+from tuner.certify.certification import Certification, KeepSoaks, Soak
 from tuner.certify.summary import Summary
 from tuner.trial.result import TrialResult
 
@@ -68,7 +68,7 @@ def floor_rate(trial: TrialResult) -> float:
 
 
 # soaks one trial (the trial, its first rate, the soaks of its interrupted certification, where to keep new soaks)
-CertifyOne = Callable[[TrialResult, float | None, tuple[Soak, ...], Callable[[tuple[Soak, ...]], None]], Certification]
+CertifyOne = Callable[[TrialResult, float | None, tuple[Soak, ...], KeepSoaks], Certification]
 
 
 def certify_study(

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 from launch.config import ServeConfig
 from loadtest.runner import run_load
-from tuner.certify.certification import Certification, Soak, certify, soak_of
+from tuner.certify.certification import Certification, KeepSoaks, Soak, certify, soak_of
 from tuner.trial.capacity import MIN_LEVEL_FLOOR
 from tuner.trial.context import TrialContext, launched_config, launcher_of, load_spec
 from tuner.trial.launcher import Server
@@ -54,7 +54,7 @@ def certify_config(
     device: str | None = None,
     first: float | None = None,
     prior: tuple[Soak, ...] = (),
-    keep: Callable[[tuple[Soak, ...]], None] = lambda _s: None,
+    keep: KeepSoaks = lambda _s: None,
 ) -> Certification:
     """Certify ``config`` on a fresh server from the search's ``estimate`` (or ``first``) down, or on from the
     ``prior`` soaks of an interrupted certification (tuner.certify.certification)."""
