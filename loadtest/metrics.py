@@ -164,6 +164,22 @@ def compute_metrics(
     )
 
 
+MIN_SUSTAINED = 10  # completions a sustained rate is read from; fewer: not known (0.0)
+
+
+def sustained_rate(records: Iterable[RequestRecord]) -> float:
+    """Requests completed per second from the first answer until arrivals stopped (the last scheduled send, or
+    an abandoned run's last answer): the rate the server kept up with, without the start before any request is
+    answered and the drain after the last send that dilute ``throughput_req_s``. 0.0: too few answers."""
+    recs = [r for r in records if not r.warmup]
+    done = sorted(r.done_at for r in recs if r.ok and r.done_at is not None)
+    if len(done) < MIN_SUSTAINED:
+        return 0.0
+    end = min(max(r.scheduled_at for r in recs), done[-1])
+    answered = sum(1 for t in done[1:] if t <= end)
+    return answered / (end - done[0]) if answered >= MIN_SUSTAINED and end > done[0] else 0.0
+
+
 def _tail_slo_values(recs: list[RequestRecord], slos: tuple[SLO, ...]) -> dict[str, float | None]:
     """SLO values over the requests scheduled in the last half of the send window."""
     if not recs:

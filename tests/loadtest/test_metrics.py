@@ -156,3 +156,28 @@ def test_the_text_report_says_when_the_generator_itself_fell_behind() -> None:
     late = compute_metrics([rec(0, 10.0, 10.3, [(10.4, 1), (10.42, 1)], 10.42)])
     assert "fell behind its schedule" not in format_table(on_time)
     assert "fell behind its schedule: p95 300 ms" in format_table(late)
+
+
+def _queue(rate: float, service: float, latency: float, stop: float, seed: int = 3) -> list[RequestRecord]:
+    """Poisson arrivals at ``rate`` into one FIFO server answering ``service`` requests/s after ``latency`` s;
+    at ``stop`` the run is abandoned (answers not done by then are cancelled, as loadtest.abandon records)."""
+    import random
+
+    rng, t, free, out = random.Random(seed), 0.0, 0.0, []
+    while (t := t + rng.expovariate(rate)) < stop:
+        free = max(t + latency, free + 1.0 / service)
+        done = free <= stop
+        out.append(rec(len(out), t, t, [(free, 5)] if done else [], free if done else t,
+                       failure=None if done else "abandoned"))  # fmt: skip
+    return out
+
+
+def test_sustained_rate_is_what_an_overloaded_server_answered_while_arrivals_lasted() -> None:
+    from loadtest.metrics import sustained_rate
+
+    lost = _queue(rate=20.0, service=12.0, latency=2.0, stop=18.0)  # a soak lost after 18 s
+    assert compute_metrics(lost).throughput_req_s < 11.0  # the 2 s before the first answer dilute it
+    assert sustained_rate(lost) == pytest.approx(12.0, rel=0.03)
+    kept_up = _queue(rate=5.0, service=12.0, latency=2.0, stop=60.0)
+    assert sustained_rate(kept_up) == pytest.approx(5.0, rel=0.15)  # below capacity: the arrival rate
+    assert sustained_rate(kept_up[:9]) == 0.0  # too few answers to tell

@@ -10,7 +10,7 @@ import pytest
 
 from launch.errors import LaunchFailure
 from tests.tuner.certify_fakes import FakeServer, serving, soak
-from tuner.certify.certification import Certification, certify
+from tuner.certify.certification import Certification, Soak, certify
 from tuner.certify.confirming import MAX_SOAKS, STEP
 
 
@@ -157,3 +157,22 @@ def test_an_interrupted_certification_goes_on_from_its_soaks_on_a_new_server():
     assert kept == [cert.soaks] and "going on from 4 soak(s)" in lines[0] and "65.129 req/s next" in lines[0]
     done = certify(2, 71.812, 40.0, 90.0, serving(server), run_soak, lines.append, prior=cert.soaks)
     assert done == cert and server.started == ["start", "stop"]  # nothing left: no server started
+
+
+def test_a_short_lost_soak_steps_below_what_the_server_answered_while_arrivals_lasted():
+    # run d's first soak: 71.812 req/s lost after 18 s with 50.1 req/s completed over it (the seconds before the
+    # first answer included); stepping from that cost two bisections. The rate kept up with is the step's base.
+    tried = []
+
+    def run_soak(url, rate):
+        tried.append(rate)
+        lost = replace(soak(rate, holds=False, sustained=50.1), sustained_req_s=68.0)
+        return lost if rate > 66.0 else soak(rate, holds=True)
+
+    cert = certify(2, 71.812, 40.0, 90.0, serving(FakeServer()), run_soak)
+    assert tried[:2] == pytest.approx([71.812, 0.9 * 68.0])  # not 0.9 × 50.1 = 45.1
+    stored = Certification.from_dict(json.loads(json.dumps(cert.to_dict())))
+    assert stored == cert and stored.soaks[0].sustained_req_s == 68.0
+    assert "the server answered 68.0 req/s while arrivals lasted" in cert.soaks[0].line()
+    old = {k: v for k, v in cert.soaks[0].to_dict().items() if k != "sustained_req_s"}
+    assert Soak.from_dict(old).sustained_req_s == 0.0  # stored before it was kept: the throughput steps instead

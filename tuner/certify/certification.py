@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from loadtest.host_cpu import HostCpu
+from loadtest.metrics import sustained_rate
 from loadtest.report import LoadReport
 from loadtest.slo import SLO
 from loadtest.steady import Interval, percentile_interval
@@ -43,12 +44,13 @@ class Soak:
     reasons: tuple[str, ...]
     goodput_req_s: float
     throughput_tok_s: float
-    throughput_req_s: float  # requests completed per second over the soak: what the server sustained
+    throughput_req_s: float  # requests completed per second over the soak (its start and drain included)
     slo_values: dict[str, float | None]
     intervals: dict[str, Interval]  # per SLO: a bootstrap interval of its percentile
     report: ReportSummary
     host: HostCpu | None = None  # how busy the host was during the soak (loadtest.host_cpu)
     server: int = 0  # which fresh server of the certification ran it (0: the first)
+    sustained_req_s: float = 0.0  # answers per second while arrivals lasted (loadtest.metrics; 0.0: not known)
 
     def line(self) -> str:
         vals = ", ".join(
@@ -57,6 +59,8 @@ class Soak:
             if v is not None
         )
         verdict = "held" if self.holds else "missed: " + "; ".join(self.reasons)
+        if not self.holds and self.sustained_req_s > 0:
+            verdict += f"; the server answered {self.sustained_req_s:.1f} req/s while arrivals lasted"
         shared = f"; {self.host.phrase()}" if self.host is not None and self.host.notable else ""
         return f"soak at {self.rate:.3f} req/s for {self.seconds:.0f} s: {verdict} ({vals or 'no SLO value'}){shared}"
 
@@ -73,6 +77,7 @@ class Soak:
             "intervals": {k: iv.to_dict() for k, iv in self.intervals.items()},
             "metrics": self.report.to_dict(),
             "server": self.server,
+            "sustained_req_s": self.sustained_req_s,
         }
 
     @classmethod
@@ -92,6 +97,7 @@ class Soak:
             report,
             report.host_cpu,
             d.get("server", 0),  # files before 2026-12-03: one server per soak sequence was not recorded
+            d.get("sustained_req_s", 0.0),
         )
 
 
@@ -174,6 +180,7 @@ def soak_of(rate: float, rep: LoadReport, slos: tuple[SLO, ...]) -> Soak:
         intervals,
         rep.summary(),
         rep.host,
+        sustained_req_s=sustained_rate(rep.records),
     )
 
 

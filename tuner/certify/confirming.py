@@ -64,13 +64,14 @@ def next_step(soaks: Sequence[Soak], floor: float) -> tuple[float | None, bool]:
 def next_rate(soaks: Sequence[Soak], floor: float) -> float | None:
     """The next soak's rate, or None when certification is done (MAX_SOAKS, the floor, or a held rate within
     a step of the lowest missed one). Before any soak held: STEP below the last rate, or below what the
-    server sustained when that is lower. After: the midpoint of the highest held and lowest missed rates."""
+    server kept up with while arrivals lasted when that is lower (older soaks: their throughput). After: the
+    midpoint of the highest held and lowest missed rates."""
     if len(soaks) >= MAX_SOAKS:
         return None
     held = eligible_rates(soaks)
     if not held:
         last = soaks[-1]
-        sustained = last.throughput_req_s if last.throughput_req_s > 0 else last.rate
+        sustained = last.sustained_req_s or last.throughput_req_s or last.rate
         rate = STEP * min(last.rate, sustained)
         return rate if rate >= floor else None
     lo = max(held)
