@@ -231,3 +231,16 @@ def test_the_headline_says_on_how_many_fresh_servers_the_rate_held():
     assert stated.to_dict()["certified_on_servers"] == 2
     one = headline(summarize([base, best]), {1: cert_of(best, 9.0, 60.0)}, None)
     assert "(60-s soak on a fresh server;" in one.rate_text() and one.to_dict()["certified_on_servers"] == 1
+
+
+def test_a_certified_rate_under_the_defaults_estimate_is_compared_per_gpu_when_the_layouts_differ():
+    # four GPUs certified at 9 req/s, the defaults' one GPU estimated at 4 (not certified): 2.25 per GPU is below 4
+    base = trial(0, 4.0, baseline=True)
+    best = replace(
+        trial(1, 10.0, seqs=64), config=ServeConfig(model="/m", tensor_parallel_size=2, data_parallel_size=2)
+    )
+    head = headline(summarize([base, best]), {1: cert_of(best, 9.0)}, None)
+    assert head.basis == SEARCH and head.gpus == (4, 1)
+    assert "certified at 2.250 req/s per GPU it is below the defaults' uncertified 4.000" in head.line()
+    host_only = headline(summarize([base, trial(1, 10.0, seqs=64)]), {1: cert_of(best, 9.0)}, None)
+    assert "not shown" not in host_only.line()  # one GPU each: 9 is above the defaults' 4

@@ -90,20 +90,25 @@ class Headline:
             text += f": {self.certified_req_s:.3f} vs {self.baseline_certified_req_s:.3f} req/s"
         if self.single_measurement:
             text += "; a single measurement of one side"
-        if self._certified_under_defaults_estimate():
+        if (under := self._certified_under_defaults_estimate()) is not None:
             text += (
-                f"; but certified at {self.certified_req_s:.3f} req/s it is below the defaults' uncertified "
-                f"{self.baseline_estimate_req_s:.3f}: that it beats them is not shown (--certify all soaks both)"
+                f"; but certified at {under[0]:.3f} req/s{per_gpu} it is below the defaults' uncertified "
+                f"{under[1]:.3f}: that it beats them is not shown (--certify all soaks both)"
             )
         if self.gpus:
             text += f"; {self.gpus[0]} GPUs against {self.gpus[1]}"
         return text + ")"
 
-    def _certified_under_defaults_estimate(self) -> bool:
-        """A search-basis gain whose certified rate is lower than the defaults' search estimate: the short
-        levels that gave the gain overstated the winner, and the defaults' were never soaked."""
+    def _certified_under_defaults_estimate(self) -> tuple[float, float] | None:
+        """(certified, defaults' estimate), per GPU where the layouts differ, when a search-basis gain's certified
+        rate is below the defaults' search estimate: the short levels that gave the gain overstated the winner,
+        and the defaults' were never soaked. None otherwise."""
         c, b = self.certified_req_s, self.baseline_estimate_req_s
-        return self.basis == SEARCH and c is not None and b is not None and c < b
+        if self.basis != SEARCH or c is None or b is None:
+            return None
+        if self.gpus:
+            c, b = c / self.gpus[0], b / self.gpus[1]
+        return (c, b) if c < b else None
 
     def line(self) -> str:
         if self.best_trial is None:
