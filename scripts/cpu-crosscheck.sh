@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Cross-check a study's certified rate with vLLM's own benchmark client on vLLM-CPU: start the study's launch.sh on a
+# fresh server, send FACTOR x best.json's certified rate for SECONDS (Poisson, bench/vllm_bench_check.py, the module
+# behind `vllm bench serve`), then stop the server. Model, workload, output tokens and SLOs come from best.json, the
+# served name from launch.sh. Run from the repo root under the CPU lock (vLLM busy-polls both cores):
+#   flock /tmp/slotune-cpu.lock bash scripts/cpu-crosscheck.sh STUDY_DIR [FACTOR] [SECONDS] [JSON_OUT]
+# JSON_OUT defaults to STUDY_DIR/crosscheck-vllm-bench-<FACTOR>x.json. Exit 2 when the study states no certified rate
+# or its server does not come up within START_TIMEOUT (300) s; otherwise the benchmark's own exit code.
+set -u
+dir="${1:?study folder}" factor="${2:-1.0}" secs="${3:-120}"
+json="${4:-$dir/crosscheck-vllm-bench-${factor}x.json}"
+py=".venv/bin/python"
+port="${PORT:-18134}"
+export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_CPU_CI_ENV=1
+read -r rate model workload out_tokens slo < <("$py" - "$dir/best.json" "$factor" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))
+if not b.get("certified_rate_req_s"):
+    sys.exit(f"{sys.argv[1]}: no certified rate to cross-check")
+s = b["settings"]
+print(round(float(sys.argv[2]) * b["certified_rate_req_s"], 3), s["model"], s["workload"], s["output_tokens"] or "-", b["slo"])
+PY
+) || exit 2
+name=$(sed -n 's/^SERVED_NAME=//p' "$dir/launch.sh" | head -1)
+log=$(mktemp /tmp/cpu-crosscheck-XXXX.log)
+PORT=$port setsid bash "$dir/launch.sh" > "$log" 2>&1 &
+pid=$!
+trap 'kill -TERM -- -$pid 2>/dev/null; sleep 5; kill -KILL -- -$pid 2>/dev/null' EXIT
+for _ in $(seq "${START_TIMEOUT:-300}"); do grep -q "ready: http" "$log" && break; sleep 1; done
+grep -q "ready: http" "$log" || { echo "cpu-crosscheck: $dir/launch.sh not ready (log $log):"; tail -5 "$log"; exit 2; }
+echo "[$(date -u +%T)] $(grep "ready: http" "$log"); vllm bench serve at $rate req/s for $secs s"
+more=(); [ "$out_tokens" != "-" ] && more=(--output-tokens "$out_tokens")
+"$py" bench/vllm_bench_check.py --url "http://127.0.0.1:$port" --model "$name" --tokenizer "$model" \
+  --workload "$workload" "${more[@]}" --rate "$rate" --seconds "$secs" --slo "$slo" --seed 31 --json "$json" 2>&1 \
+  | grep -v "it/s\]" | grep -E "P95 TTFT|P95 TPOT|Request throughput|Successful|Failed|held"
+rc=${PIPESTATUS[0]}
+echo "[$(date -u +%T)] done: $json"
+exit "$rc"
