@@ -31,6 +31,9 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import grid_remeasure  # noqa: E402
 
 from tuner.errors import UsageError  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
@@ -246,40 +249,22 @@ def main() -> int:
             contenders[f"search best (trial {best.number})"] = best.config
         if args.remeasure_search_first:
             contenders = dict(reversed(contenders.items()))
-        remeasure(contenders, args.remeasure, ctx, out / "remeasure.jsonl")
-    return 0
-
-
-def remeasure(contenders: dict[str, object], n: int, ctx: object, path: Path) -> None:
-    """Measure each contender n more times (tuner.certify.confirm.remeasure: round-robin, order reversed each round);
-    each measurement is appended to ``path`` as it lands; print mean and range."""
-    from tuner.certify.confirm import remeasure as round_robin
-
-    def measure(k: int, name: str, config: object, _device: object) -> object:  # the GPU: CUDA_VISIBLE_DEVICES
-        res = run_trial(2000 + k, config, False, ctx, lambda m: print(f"[{name}] {m}", flush=True))
-        with path.open("a") as f:
-            f.write(
-                json.dumps(
-                    {"name": name, "k": k, "capacity_req_s": res.capacity_req_s, "goodput_req_s": res.goodput_req_s}
-                )
-                + "\n"
+        left = (lambda: args.time_budget - (time.monotonic() - t0)) if args.time_budget else None
+        try:
+            got = grid_remeasure.remeasure(
+                contenders,
+                args.remeasure,
+                lambda k, c, say: run_trial(k, c, False, ctx, say),
+                out / "remeasure.jsonl",
+                left,
+                took,
             )
-        return res
-
-    got = round_robin(contenders, n, measure, lambda m: print(m, flush=True))
-    means = {name: sum(v) / len(v) for name, v in got.items()}
-    for name, vals in got.items():
-        print(
-            f"re-measured {name}: mean {means[name]:.3f} req/s over {len(vals)} "
-            f"(min {min(vals):.3f}, max {max(vals):.3f})"
-        )
-    grid_mean = next(v for k, v in means.items() if k.startswith("grid best"))
-    best_search = max((v for k, v in means.items() if not k.startswith("grid best")), default=0.0)
-    top = max(means, key=means.__getitem__)
-    print(
-        f"re-measured: the search's best (or the defaults, if they won) = {best_search / grid_mean * 100:.0f}% "
-        f"of the grid's best; defaults → best: {(means[top] / means['vLLM defaults'] - 1) * 100:+.0f}% ({top})"
-    )
+        except grid_remeasure.BudgetSpent as e:
+            print(f"time budget of {args.time_budget:.0f} s nearly spent: {e}; run again to continue", flush=True)
+            return 3
+        for line in grid_remeasure.summary_lines(got):
+            print(line, flush=True)
+    return 0
 
 
 if __name__ == "__main__":

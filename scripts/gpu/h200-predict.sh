@@ -22,7 +22,9 @@
 #   (max_num_seqs 512, fp8 KV, the rest vLLM's defaults; GRID_POINT="KNOB=V KNOB=V ...": another point) is measured
 #   once under today's protocol with
 #   bench/search_vs_grid.py (a one-point grid, compared with this study), so "% of the grid's best" can be
-#   judged under one protocol.
+#   judged under one protocol. REMEASURE=N: then the grid point, vLLM's defaults and the study's best are measured N
+#   more times each on fresh servers, interleaved (bench/grid_remeasure.py; kept as they land, so the next call on
+#   the same machine goes on from them; no measurement is started that the call's limit would cut).
 set -uo pipefail
 trials="${1:-4}"
 budget="${2:-480}"
@@ -99,8 +101,8 @@ if [ -n "${GRID_BEST_IF_LEFT:-}" ] && [ "$left" -ge "$GRID_BEST_IF_LEFT" ] && [ 
   mkdir -p /tmp/grid-best
   timeout --signal=INT --kill-after=30 "$(( left - 20 ))" python3 bench/search_vs_grid.py --model "$model" \
     --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms" --gpu a30 --emulate-on auto \
-    --level-seconds 8 "${grid_args[@]}" --search-from "$out" \
-    --out /tmp/grid-best 2>&1 | grep -v "vLLM starting (" | tee /tmp/grid-best/console.log
+    --level-seconds 8 "${grid_args[@]}" --search-from "$out" --time-budget "$(( left - 40 ))" \
+    --remeasure "${REMEASURE:-0}" --out /tmp/grid-best 2>&1 | grep -v "vLLM starting (" | tee -a /tmp/grid-best/console.log
   log "grid point exit code: ${PIPESTATUS[0]}"
 fi
 if [ -n "${OUT:-}" ]; then
