@@ -98,7 +98,9 @@ left=$(( hard - $(el) ))
 if [ -n "${GRID_BEST_IF_LEFT:-}" ] && [ "$left" -ge "$GRID_BEST_IF_LEFT" ] && [ -f "$out/best.json" ]; then
   grid_args=(); for kv in ${GRID_POINT:-max_num_seqs=512 kv_cache_dtype=fp8}; do grid_args+=(--grid "$kv"); done
   log "the grid point ${grid_args[*]}, measured once under today's protocol ($left s left)"
-  mkdir -p /tmp/grid-best
+  mkdir -p /tmp/grid-best  # GRID_KEEP: an earlier call's grid-best/ (a fresh machine goes on from its rows)
+  [ ! -f /tmp/grid-best/grid.jsonl ] && [ -f "${GRID_KEEP:-/nonexistent}/grid.jsonl" ] && cp "$GRID_KEEP"/*.jsonl /tmp/grid-best/ \
+    && log "grid rows from $GRID_KEEP"
   timeout --signal=INT --kill-after=30 "$(( left - 20 ))" python3 bench/search_vs_grid.py --model "$model" \
     --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms" --gpu a30 --emulate-on auto \
     --level-seconds 8 "${grid_args[@]}" --search-from "$out" --time-budget "$(( left - 40 ))" \
