@@ -7,7 +7,8 @@
 Runs every grid point with the tuner's own trial (real vLLM, same capacity search), then a search study
 of --trials trials (baseline first), and prints: the grid's best capacity, the search's best, their ratio,
 after how many trials the search reached 95 % of the grid's best, and the gain over vLLM's defaults.
-Results are kept in OUT/grid.jsonl, so an interrupted run resumes. Goals (issue #6): ≥ 95 % of the grid's
+Results are kept in OUT/grid.jsonl (and the re-measurements, as each lands, in OUT/remeasure.jsonl), so an
+interrupted run resumes. Goals (issue #6): ≥ 95 % of the grid's
 best in ≤ 20 trials (compared on capacity, the highest rate that kept every SLO; on goodput for a
 grid.jsonl written before its rows held capacity, and the output says so); ≥ +30 % over the defaults
 baseline (name the workload with the figures).

@@ -9,7 +9,9 @@
 # copied to /tmp/stage, and once all are there they are unpacked (../shared/gpu/README.md).
 # The study lives in /tmp/keep-<its folder name> between calls on one machine (the working tree is sent again with each
 # call); a call on a fresh machine resumes from results/h200-llama-3-8b-a30-predict/study.db when that is there.
-# PREDICT_SAMPLE: --predict-sample (default 60: each call ranks the sample again, ~0.5-1 s a configuration). SOAK: --soak-seconds (default 0: nothing certified).
+# PREDICT_SAMPLE: --predict-sample (default 200, tune's: each call ranks the sample again, 31 in 4 s on the H200's
+#   host; until 2026-12-03 60, which missed the region of the A30 grid's best:
+#   results/h200-a30-grid-best-remeasured-2026-12-03). SOAK: --soak-seconds (default 0: nothing certified).
 # CERTIFY=all|best|baseline: tune --certify (whom the soaks certify). Each soak is stored once done, and a call cut
 #   in the middle of a certification is gone on from by the next (resumed) call; only the soak it cut is lost.
 # CERTIFY_IF_LEFT=S: tune searches without soaks; once the search is over (TRIALS trials, or --predict stopped it) and
@@ -43,7 +45,7 @@ mkdir -p "$out" "$keep"
 [ -f "$keep/study.db" ] && cp "$keep/study.db" "$out/study.db" && log "study from $keep (this machine's last call)"
 args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms"
       --gpu a30 --emulate-on auto --level-seconds 8 --trials "$trials" --out "$out" --time-budget "$budget"
-      --predict --predict-sample "${PREDICT_SAMPLE:-60}")
+      --predict --predict-sample "${PREDICT_SAMPLE:-200}")
 [ -n "${CERTIFY:-}" ] && args+=(--certify "$CERTIFY")
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 stamp=$(mktemp)
@@ -99,12 +101,13 @@ if [ -n "${GRID_BEST_IF_LEFT:-}" ] && [ "$left" -ge "$GRID_BEST_IF_LEFT" ] && [ 
   grid_args=(); for kv in ${GRID_POINT:-max_num_seqs=512 kv_cache_dtype=fp8}; do grid_args+=(--grid "$kv"); done
   log "the grid point ${grid_args[*]}, measured once under today's protocol ($left s left)"
   mkdir -p /tmp/grid-best  # GRID_KEEP: an earlier call's grid-best/ (a fresh machine goes on from its rows)
-  [ ! -f /tmp/grid-best/grid.jsonl ] && [ -f "${GRID_KEEP:-/nonexistent}/grid.jsonl" ] && cp "$GRID_KEEP"/*.jsonl /tmp/grid-best/ \
-    && log "grid rows from $GRID_KEEP"
+  [ ! -f /tmp/grid-best/grid.jsonl ] && [ -f "${GRID_KEEP:-/nonexistent}/grid.jsonl" ] \
+    && cp "$GRID_KEEP"/*.jsonl /tmp/grid-best/ && log "grid rows from $GRID_KEEP"
   timeout --signal=INT --kill-after=30 "$(( left - 20 ))" python3 bench/search_vs_grid.py --model "$model" \
     --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms" --gpu a30 --emulate-on auto \
     --level-seconds 8 "${grid_args[@]}" --search-from "$out" --time-budget "$(( left - 40 ))" \
-    --remeasure "${REMEASURE:-0}" --out /tmp/grid-best 2>&1 | grep -v "vLLM starting (" | tee -a /tmp/grid-best/console.log
+    --remeasure "${REMEASURE:-0}" --out /tmp/grid-best 2>&1 | grep -v "vLLM starting (" \
+    | tee -a /tmp/grid-best/console.log
   log "grid point exit code: ${PIPESTATUS[0]}"
 fi
 if [ -n "${OUT:-}" ]; then
