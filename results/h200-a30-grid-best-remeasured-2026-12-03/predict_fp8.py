@@ -3,7 +3,8 @@ point (512 seqs, fp8 KV, the rest vLLM's defaults) beside run d's fp8 winner, (A
 the search was (fp8 is then an unseen family, ranked by its KV reads scaled by bytes), and (B) calibrated on run d's
 fp8 trial itself (what a refit on an unseen family's first launch would know); then (C) the sample the search
 ranks: its 60 configurations (run d's --predict-sample) and 200 (tune's default), seed 0, under A: the best
-prediction of each KV dtype. The measured figures are in remeasure.jsonl and grid.jsonl beside this file.
+prediction of each KV dtype; and (D) the sample of 60 refined around its best (tuner.search.refine, since this
+run). The measured figures are in remeasure.jsonl and grid.jsonl beside this file.
 
     ../../.venv/bin/python predict_fp8.py > predict-fp8.txt
 """
@@ -28,6 +29,7 @@ from perfmodel.rank import rank  # noqa: E402
 from perfmodel.traffic import Demand  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
 from tuner.search.predict_model import candidate, perf_model, sample_space  # noqa: E402
+from tuner.search.refine import refined, seeds  # noqa: E402
 from tuner.search.study import open_study, results_of  # noqa: E402
 from tuner.settings.tune_settings import TuneSettings  # noqa: E402
 from tuner.tune_setup import base_config, space_context, trial_context  # noqa: E402
@@ -72,6 +74,7 @@ def main() -> None:
             print(f"  {name}: predicted {p.capacity_req_s or 0:.3f} req/s{mark}", flush=True)
         if trials[0].is_baseline:
             sampled(inp, ctx, cal, demand)
+            climbed(inp, ctx, model, cal, demand)
 
 
 def sampled(inp, ctx, cal, demand) -> None:  # type: ignore[no-untyped-def]
@@ -92,6 +95,24 @@ def sampled(inp, ctx, cal, demand) -> None:  # type: ignore[no-untyped-def]
                 )
                 flag = f"; FLAGGED: {p.seq_bound}" if p.seq_bound else ""
                 print(f"  {dtype}: predicted {p.capacity_req_s or 0:.3f} req/s: {knobs}{flag}", flush=True)
+
+
+def climbed(inp, ctx, model, cal, demand) -> None:  # type: ignore[no-untyped-def]
+    """(D) what tune --predict ranks now: run d's sample of 60, refined around its best; each family's best."""
+    sctx = space_context(inp, base_config(inp), None)
+    configs = sample_space(sctx, 60, 0)
+    t0 = time.monotonic()
+    out, known = refined(model, cal, model.rank(list(configs), cal), configs, sctx, print)
+    print(f"\nD: the sample of 60 refined: {len(known)} configurations, {time.monotonic() - t0:.0f} s with its ranking")
+    for s in seeds(out):
+        c = s.config
+        (p,) = rank([candidate(c, ctx)], cal, demand, workers=None, extrapolate_kv=True)
+        knobs = (
+            f"{c.gpu_memory_utilization} / {c.max_model_len} / {c.max_num_seqs} / {c.max_num_batched_tokens}"
+            f" / chunked {c.enable_chunked_prefill} / prefix {c.enable_prefix_caching} / {c.kv_cache_dtype}"
+        )
+        how = " (extrapolated: KV reads scaled by bytes)" if p.extrapolated else ""
+        print(f"  the best of its family: predicted {p.capacity_req_s or 0:.3f} req/s{how}: {knobs}", flush=True)
 
 
 if __name__ == "__main__":

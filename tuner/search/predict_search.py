@@ -24,6 +24,7 @@ from perfmodel.family import family_of
 from perfmodel.rank import Calibration, Check, Prediction
 from tuner.report.predict_report import measured_rate, prediction_attr, with_prediction
 from tuner.search.predict_model import Model, sample_space
+from tuner.search.refine import refined
 from tuner.search.study import finished, results_of, run_study
 from tuner.trial.result import PREDICTED, TrialResult, TrialState
 from tuner.trial.scheduler import Scheduler
@@ -42,6 +43,8 @@ CALIBRATION_ATTR = "perfmodel_calibration"  # the study's latest calibration (Ca
 # a model off by more than this (median over its launches) does not stop the search: its ranking still orders
 # the launches, up to --trials (the validation's worst errors were 19-32 % on the H200: docs/perfmodel.md)
 TRUSTED_ERROR = 0.25
+Configs = Mapping["ServeConfig", dict[str, Any]]  # the configurations ranked, each with the Optuna params to launch it
+Widen = Callable[[Calibration, list[Prediction], Configs], tuple[list[Prediction], Configs]]
 RERANK = 24  # after a refit, the best this many left are predicted again (0.5-1 s each on 2 cores)
 
 
@@ -176,9 +179,11 @@ def guided_search(
     configs: Mapping[ServeConfig, dict[str, Any]],
     say: Callable[[str], None],
     budget: TimeBudget | None = None,
+    widen: Widen | None = None,
 ) -> int:
     """Run the study's trials up to ``total`` as the model directs; ``run_until(n)`` runs trials until the
-    study holds ``n`` finished ones (the baseline is enqueued first). Returns how many ran here."""
+    study holds ``n`` finished ones (the baseline is enqueued first). ``widen``: the first ranking refined (more
+    configurations, with their params). Returns how many ran here."""
     ran = run_until(1) if not _baseline(results_of(study)) else 0
     base = _baseline(results_of(study))
     if base is None or measured_rate(base) is None:
@@ -193,7 +198,10 @@ def guided_search(
     measured = [base, *measured]
     study.set_user_attr(CALIBRATION_ATTR, cal.to_dict())
     launched = {r.config for r in results_of(study)}
-    queue = Queue.of(_first_ranking(model, cal, list(configs), say), launched)
+    ranked = _first_ranking(model, cal, list(configs), say)
+    if widen is not None:
+        ranked, configs = widen(cal, ranked, configs)
+    queue = Queue.of(ranked, launched)
     done_predicted = sum(1 for r in results_of(study) if r.predicted and r.predicted.capacity_req_s is not None)
     durations: list[float] = []
     while len(finished(study)) < total:
@@ -273,7 +281,11 @@ def run_predicted(
         return run_study(study, min(n, settings.trials), one, after_each, scheduler=one_device)
 
     configs = sample_space(sctx, settings.predict_sample, settings.seed)
-    return guided_search(study, settings.trials, run_until, model, configs, say, one_device.rules.budget)
+
+    def widen(cal: Calibration, ranked: list[Prediction], known: Configs) -> tuple[list[Prediction], Configs]:
+        return refined(model, cal, ranked, known, sctx, say)
+
+    return guided_search(study, settings.trials, run_until, model, configs, say, one_device.rules.budget, widen)
 
 
 def _baseline(results: Sequence[TrialResult]) -> TrialResult | None:
