@@ -48,7 +48,7 @@ def test_refinement_climbs_from_a_sample_that_misses_the_best() -> None:
     assert out[0].config == second[0] and truth(second[0]) > ranked[0].capacity_req_s
     assert known[out[0].config] == second[1]  # launched through its params
     assert set(configs) <= set(known) and len(out) == len({p.config for p in out})
-    assert "configurations one knob from the best predicted too" in lines[0]
+    assert "one knob from the 2 best of their families" in lines[0] and "top trusted prediction" in lines[0]
 
 
 def test_a_refined_search_launches_the_better_neighbour_first(tmp_path) -> None:
@@ -61,7 +61,7 @@ def test_a_refined_search_launches_the_better_neighbour_first(tmp_path) -> None:
     cal = fake.calibrate([], None)
     out, _ = refined(fake.model(), cal, fake.rank(list(sample), cal), sample, SCTX, lambda _m: None)
     assert launched.config == out[0].config  # the refined ranking's top, launched right after the defaults
-    assert any("one knob from the best predicted" in line for line in lines)
+    assert any("one knob from the" in line for line in lines)
 
 
 def test_merge_orders_predicted_by_capacity_then_the_unpredicted() -> None:

@@ -24,6 +24,7 @@ from perfmodel.family import family_of
 from perfmodel.rank import Calibration, Check, Prediction
 from tuner.report.predict_report import measured_rate, prediction_attr, with_prediction
 from tuner.search.predict_model import Model, sample_space
+from tuner.search.refine import kind as _kind
 from tuner.search.refine import refined
 from tuner.search.study import finished, results_of, run_study
 from tuner.trial.result import PREDICTED, TrialResult, TrialState
@@ -115,13 +116,6 @@ class Queue:
 def _trusted(preds: Sequence[Prediction]) -> tuple[Prediction, ...]:
     """The predictions the search may rank and stop on: predicted, their rate not filling max_num_seqs."""
     return tuple(p for p in preds if p.capacity_req_s is not None and p.seq_bound is None)
-
-
-def _kind(config: ServeConfig) -> tuple[str, str, int, str]:
-    """The kind of engine family the queue launches once: weights, speculative method (any number of tokens), TP,
-    KV dtype."""
-    f = family_of(config)
-    return (f.model, f.speculative.split(":")[0], f.tensor_parallel, f.kv_dtype)
 
 
 def _knobs(p: Prediction) -> str:

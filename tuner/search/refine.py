@@ -52,14 +52,21 @@ def neighbours(params: Mapping[str, Any], sctx: SpaceContext) -> dict[ServeConfi
     return out
 
 
+def kind(config: ServeConfig) -> tuple[str, str, int, str]:
+    """The kind of engine family the search launches once when uncalibrated: weights, speculative method (any number
+    of tokens), TP, KV dtype."""
+    f = family_of(config)
+    return (f.model, f.speculative.split(":")[0], f.tensor_parallel, f.kv_dtype)
+
+
 def seeds(ranked: Sequence[Prediction]) -> list[Prediction]:
-    """The top trusted prediction and the first configuration of each family not calibrated (its ranking figure
-    orders them)."""
+    """The top trusted prediction and the first configuration of each kind of family not calibrated (its ranking
+    figure orders them): the ones the search launches."""
     top = [p for p in ranked if p.capacity_req_s is not None and p.seq_bound is None][:1]
-    unseen: dict[object, Prediction] = {}
+    unseen: dict[tuple[str, str, int, str], Prediction] = {}
     for p in ranked:
         if p.capacity_req_s is None:
-            unseen.setdefault(family_of(p.config), p)
+            unseen.setdefault(kind(p.config), p)
     return [*top, *unseen.values()]
 
 
@@ -74,6 +81,7 @@ def refined(
     """``ranked`` (the sample's ranking) with the seeds' neighbours predicted and merged in, and ``configs`` with
     their params. Stops after ROUNDS rounds, or once a round leaves the seeds as they were."""
     t0, known, out = time.monotonic(), dict(configs), list(ranked)
+    first = seeds(out)
     for _ in range(ROUNDS):
         before = seeds(out)
         new = {c: p for s in before for c, p in neighbours(known[s.config], sctx).items() if c not in known}
@@ -85,11 +93,17 @@ def refined(
         out = merge(again, [p for p in out if p.config not in head])
         if [s.config for s in seeds(out)] == [s.config for s in before]:
             break
-    added = len(known) - len(configs)
-    tops = ", ".join(f"{p.capacity_req_s:.3f}" if p.capacity_req_s else "unseen" for p in seeds(out))
-    say(f"--predict: {added} configurations one knob from the best predicted too ({time.monotonic() - t0:.0f} s); "
-        f"the best of each family now: {tops}")  # fmt: skip
+    added, last = len(known) - len(configs), seeds(out)
+    moved = sum(a.config != b.config for a, b in zip(first, last, strict=False))
+    say(f"--predict: {added} configurations one knob from the {len(first)} best of their families predicted too "
+        f"({time.monotonic() - t0:.0f} s): {moved} of those moved; the top trusted prediction "
+        f"{_rate(first)} → {_rate(last)}")  # fmt: skip
     return out, known
+
+
+def _rate(found: Sequence[Prediction]) -> str:
+    top = found[0].capacity_req_s if found else None
+    return f"{top:.3f} req/s" if top is not None else "none"
 
 
 def merge(again: Sequence[Prediction], rest: Sequence[Prediction]) -> list[Prediction]:
