@@ -186,11 +186,7 @@ def guided_search(
     if len(finished(study)) >= total:  # nothing left to launch (a resumed call that certifies): no ranking
         say(f"--predict: the study holds {total} finished trials (--trials): nothing to rank or launch")
         return ran
-    stored = study.user_attrs.get(CALIBRATION_ATTR)
-    cal = Calibration.from_dict(stored) if stored else model.calibrate([base], None)
-    measured = [r for r in results_of(study) if r.number in cal.trials and r.number != base.number]
-    measured = [base, *measured]
-    study.set_user_attr(CALIBRATION_ATTR, cal.to_dict())
+    cal, measured = _calibrated(study, model, base)
     launched = {r.config for r in results_of(study)}
     ranked = _first_ranking(model, cal, list(configs), say)
     if widen is not None:
@@ -210,10 +206,7 @@ def guided_search(
             say(f"--predict: {why}: no new trial starts (resume to continue)")
             break
         study.enqueue_trial(configs[pick.config], user_attrs={PREDICTED_ATTR: prediction_attr(pick)})
-        what = f"not predicted: {pick.unseen}"
-        if pick.capacity_req_s is not None:
-            what = f"predicted {pick.capacity_req_s:.3f} req/s" + (f" ({pick.seq_bound})" if pick.seq_bound else "")
-        say(f"--predict: launching {what}: {_knobs(pick)}")
+        say(f"--predict: launching {_what(pick)}: {_knobs(pick)}")
         t0, before = time.monotonic(), len(finished(study))
         ran += run_until(before + 1)
         durations.append(time.monotonic() - t0)
@@ -227,6 +220,22 @@ def guided_search(
         say("--predict: " + line)
         queue = queue.reranked(model.rank([p.config for p in queue.predicted[:RERANK]], cal))
     return ran
+
+
+def _calibrated(study: optuna.Study, model: Model, base: TrialResult) -> tuple[Calibration, list[TrialResult]]:
+    """The study's calibration (stored by an earlier call, else fitted on the defaults, and stored) and the trials it
+    was fitted on, the defaults first."""
+    stored = study.user_attrs.get(CALIBRATION_ATTR)
+    cal = Calibration.from_dict(stored) if stored else model.calibrate([base], None)
+    study.set_user_attr(CALIBRATION_ATTR, cal.to_dict())
+    return cal, [base, *(r for r in results_of(study) if r.number in cal.trials and r.number != base.number)]
+
+
+def _what(pick: Prediction) -> str:
+    """A launch's prediction as its progress line says it."""
+    if pick.capacity_req_s is None:
+        return f"not predicted: {pick.unseen}"
+    return f"predicted {pick.capacity_req_s:.3f} req/s" + (f" ({pick.seq_bound})" if pick.seq_bound else "")
 
 
 def _no_time(budget: TimeBudget, launches: Sequence[float]) -> str | None:
