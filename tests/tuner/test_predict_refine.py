@@ -70,3 +70,5 @@ def test_merge_orders_predicted_by_capacity_then_the_unpredicted() -> None:
 
     merged = merge([p(5.0, 1), p(None, 2)], [p(7.0, 3), p(None, 4)])
     assert [m.config.max_num_seqs for m in merged] == [3, 1, 2, 4]
+    tied = merge([p(7.0, 1)], [p(7.0, 3)])
+    assert [m.config.max_num_seqs for m in tied] == [3, 1]  # a neighbour that only ties does not move ahead

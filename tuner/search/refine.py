@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from tuner.search.space import SpaceContext
 
 ROUNDS = 2
-HEAD = 24  # the best predictions so far ranked again beside each round's neighbours (as a refit re-ranks)
 GMU_STEP = 0.05  # neighbours' gpu_memory_utilization: a 0.05 grid over the space's range
 # knobs whose change is another engine family or another GPU count: never a neighbour
 OTHER_FAMILY = ("model_variant", "speculative_method", "num_speculative_tokens", "parallel_layout")
@@ -88,9 +87,11 @@ def refined(
         if not new:
             break
         known.update(new)
-        head = {p.config for p in out[:HEAD]} | {s.config for s in before}
-        again = model.rank([*head, *new], cal)
-        out = merge(again, [p for p in out if p.config not in head])
+        # predicted capacities stand as they are (same calibration); the uncalibrated seeds are ranked again beside
+        # the neighbours, since only one ranking orders an uncalibrated family by its figure
+        unseen = {s.config for s in before if s.capacity_req_s is None}
+        again = model.rank([*unseen, *new], cal)
+        out = merge(again, [p for p in out if p.config not in unseen])
         if [s.config for s in seeds(out)] == [s.config for s in before]:
             break
     added, last = len(known) - len(configs), seeds(out)
@@ -107,8 +108,8 @@ def _rate(found: Sequence[Prediction]) -> str:
 
 
 def merge(again: Sequence[Prediction], rest: Sequence[Prediction]) -> list[Prediction]:
-    """One ranking from two: predicted ones by capacity, then the unpredicted (``again``'s first: its order holds
-    the neighbours' ranking figures)."""
-    predicted = [p for p in (*again, *rest) if p.capacity_req_s is not None]
+    """One ranking from two: predicted ones by capacity (``rest``'s first on a tie: a neighbour must beat it), then
+    the unpredicted (``again``'s first: its order holds the neighbours' ranking figures)."""
+    predicted = [p for p in (*rest, *again) if p.capacity_req_s is not None]  # a tie keeps what was there first
     predicted.sort(key=lambda p: -(p.capacity_req_s or 0.0))
     return [*predicted, *(p for p in again if p.capacity_req_s is None), *(p for p in rest if p.capacity_req_s is None)]
