@@ -1,9 +1,9 @@
 """``tune --predict`` (issue #24): predict, then measure. After vLLM's defaults are measured, perfmodel is
-calibrated on them, a sample of the search space is budgeted and ranked, and only the best predicted
-configurations are launched, one at a time, each refitting the model on every launch of the defaults' engine
-family so far. Launching stops when no configuration left is predicted to beat the best measured capacity by
-more than the model's demonstrated error (median |predicted − measured| of its launches; an error over
-TRUSTED_ERROR stops nothing), or at --trials.
+calibrated on them, a sample of the search space is budgeted and ranked (and refined one knob around its best:
+tuner.search.refine), and only the best predicted configurations are launched, one at a time, each refitting
+the model on every launch of the defaults' engine family so far. Launching stops when no configuration left is
+predicted to beat the best measured capacity by more than the model's demonstrated error (median |predicted −
+measured| of its launches; an error over TRUSTED_ERROR stops nothing), or at --trials.
 
 A sampled configuration of an engine family the model has not calibrated (speculative decoding, the quantized
 variant, an fp8 KV cache) is not predicted: the first of each such family is measured after the top prediction,
