@@ -12,13 +12,8 @@ from perfmodel.costs import Costs
 from perfmodel.family import family_of
 from perfmodel.rank import Calibration, Prediction
 from tuner.search.predict_model import Model, sample_space
-from tuner.search.predict_search import (
-    CALIBRATION_ATTR,
-    PREDICTED_ATTR,
-    Queue,
-    converged,
-    run_predicted,
-)
+from tuner.search.predict_queue import Queue, converged
+from tuner.search.predict_search import CALIBRATION_ATTR, PREDICTED_ATTR, run_predicted
 from tuner.search.space import SpaceContext, suggest_config
 from tuner.search.study import enqueue_first, open_study, results_of
 from tuner.settings.tune_settings import TuneSettings

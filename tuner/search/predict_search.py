@@ -1,9 +1,10 @@
 """``tune --predict`` (issue #24): predict, then measure. After vLLM's defaults are measured, perfmodel is
 calibrated on them, a sample of the search space is budgeted and ranked (and refined one knob around its best:
-tuner.search.refine), and only the best predicted configurations are launched, one at a time, each refitting
-the model on every launch of the defaults' engine family so far. Launching stops when no configuration left is
-predicted to beat the best measured capacity by more than the model's demonstrated error (median |predicted −
-measured| of its launches; an error over TRUSTED_ERROR stops nothing), or at --trials.
+tuner.search.refine), and only the best predicted configurations are launched (what is left to launch:
+tuner.search.predict_queue), one at a time, each refitting the model on every launch of the defaults' engine
+family so far. Launching stops when no configuration left is predicted to beat the best measured capacity by more
+than the model's demonstrated error (median |predicted − measured| of its launches; an error over TRUSTED_ERROR
+stops nothing), or at --trials.
 
 A sampled configuration of an engine family the model has not calibrated (speculative decoding, the quantized
 variant, an fp8 KV cache) is not predicted: the first of each such family is measured after the top prediction,
@@ -17,14 +18,13 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.family import family_of
 from perfmodel.rank import Calibration, Check, Prediction
 from tuner.report.predict_report import measured_rate, prediction_attr, with_prediction
 from tuner.search.predict_model import Model, sample_space
-from tuner.search.refine import kind as _kind
+from tuner.search.predict_queue import TRUSTED_ERROR, Queue, converged
 from tuner.search.refine import refined
 from tuner.search.study import finished, results_of, run_study
 from tuner.trial.result import PREDICTED, TrialResult, TrialState
@@ -39,83 +39,19 @@ if TYPE_CHECKING:
     from tuner.trial.time_budget import TimeBudget
 
 PREDICTED_ATTR = PREDICTED  # an enqueued trial's prediction (user attr), kept in its TrialResult.extra
-__all__ = ["guided_search", "measured_rate", "prediction_attr", "run_predicted", "with_prediction"]
+__all__ = [
+    "Queue",
+    "converged",
+    "guided_search",
+    "measured_rate",
+    "prediction_attr",
+    "run_predicted",
+    "with_prediction",
+]
 CALIBRATION_ATTR = "perfmodel_calibration"  # the study's latest calibration (Calibration.to_dict)
-# a model off by more than this (median over its launches) does not stop the search: its ranking still orders
-# the launches, up to --trials (the validation's worst errors were 19-32 % on the H200: docs/perfmodel.md)
-TRUSTED_ERROR = 0.25
 Configs = Mapping["ServeConfig", dict[str, Any]]  # the configurations ranked, each with the Optuna params to launch it
 Widen = Callable[[Calibration, list[Prediction], Configs], tuple[list[Prediction], Configs]]
 RERANK = 24  # after a refit, the best this many left are predicted again (0.5-1 s each on 2 cores)
-
-
-def converged(best_measured: float | None, left: Sequence[Prediction], error: float | None) -> str | None:
-    """Why launching more predicted configurations cannot pay, or None."""
-    if not left:
-        return "every predicted configuration of the sample was launched, or its rate fills max_num_seqs (untrusted)"
-    top = left[0].capacity_req_s or 0.0
-    if best_measured is None or error is None or error > TRUSTED_ERROR:
-        return None  # nothing to compare yet, no launch has shown the model's error, or it is too large
-    if top <= best_measured * (1.0 + error):
-        return (
-            f"the best measured {best_measured:.3f} req/s is within the model's demonstrated error "
-            f"({100 * error:.1f} %) of the best prediction left ({top:.3f} req/s)"
-        )
-    return None
-
-
-@dataclass(frozen=True)
-class Queue:
-    """What is left to launch: predicted configurations best first, and one configuration per kind of engine
-    family not calibrated (weights, speculative method, TP, KV dtype: the number of speculative tokens not told
-    apart)."""
-
-    predicted: tuple[Prediction, ...]
-    unseen: tuple[Prediction, ...]
-
-    @classmethod
-    def of(cls, ranked: Sequence[Prediction], launched: set[ServeConfig]) -> Queue:
-        """``launched``: the study's configurations so far; a kind of family one of them measured already (a
-        --resume after its launch) gets no second launch."""
-        left = [p for p in ranked if p.config not in launched]
-        measured = {_kind(c) for c in launched}
-        unseen: dict[tuple[str, str, int, str], Prediction] = {}
-        for p in left:  # one per weights, speculative method (any number of tokens), TP and KV dtype
-            if p.capacity_req_s is None and _kind(p.config) not in measured:
-                unseen.setdefault(_kind(p.config), p)
-        bound = [p for p in left if p.capacity_req_s is not None and p.seq_bound is not None][:1]
-        return cls(_trusted(left), (*unseen.values(), *bound))
-
-    def next(self, launched_predicted: int, stop: str | None) -> Prediction | None:
-        """The top prediction first, then each uncalibrated family and the best seq-bound prediction once, then
-        predictions until ``stop``."""
-        if self.predicted and launched_predicted == 0:
-            return self.predicted[0]
-        if self.unseen:
-            return self.unseen[0]
-        return self.predicted[0] if self.predicted and stop is None else None
-
-    def beating(self, best_measured: float | None) -> Queue:
-        """Without the seq-bound predictions that do not beat ``best_measured``: they are upper bounds."""
-        if best_measured is None:
-            return self
-        keep = tuple(p for p in self.unseen if p.seq_bound is None or (p.capacity_req_s or 0.0) > best_measured)
-        return Queue(self.predicted, keep)
-
-    def reranked(self, again: Sequence[Prediction]) -> Queue:
-        """After a refit: ``again``, the best predictions left predicted anew, replace them; one whose rate now
-        fills max_num_seqs leaves the trusted ones."""
-        return Queue((*_trusted(again), *self.predicted[len(again) :]), self.unseen)
-
-    def without(self, config: ServeConfig) -> Queue:
-        return Queue(
-            tuple(p for p in self.predicted if p.config != config), tuple(p for p in self.unseen if p.config != config)
-        )
-
-
-def _trusted(preds: Sequence[Prediction]) -> tuple[Prediction, ...]:
-    """The predictions the search may rank and stop on: predicted, their rate not filling max_num_seqs."""
-    return tuple(p for p in preds if p.capacity_req_s is not None and p.seq_bound is None)
 
 
 def _knobs(p: Prediction) -> str:

@@ -1,0 +1,88 @@
+"""What ``tune --predict`` has left to launch (tuner.search.predict_search): the trusted predictions best first, one
+configuration per kind of engine family the model has not calibrated, and the best prediction whose rate fills
+max_num_seqs; and when launching more cannot pay (the model's demonstrated error)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from perfmodel.rank import Prediction
+from tuner.search.refine import kind as _kind
+
+if TYPE_CHECKING:
+    from launch.config import ServeConfig
+
+# a model off by more than this (median over its launches) does not stop the search: its ranking still orders
+# the launches, up to --trials (the validation's worst errors were 19-32 % on the H200: docs/perfmodel.md)
+TRUSTED_ERROR = 0.25
+
+
+def converged(best_measured: float | None, left: Sequence[Prediction], error: float | None) -> str | None:
+    """Why launching more predicted configurations cannot pay, or None."""
+    if not left:
+        return "every predicted configuration of the sample was launched, or its rate fills max_num_seqs (untrusted)"
+    top = left[0].capacity_req_s or 0.0
+    if best_measured is None or error is None or error > TRUSTED_ERROR:
+        return None  # nothing to compare yet, no launch has shown the model's error, or it is too large
+    if top <= best_measured * (1.0 + error):
+        return (
+            f"the best measured {best_measured:.3f} req/s is within the model's demonstrated error "
+            f"({100 * error:.1f} %) of the best prediction left ({top:.3f} req/s)"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Queue:
+    """What is left to launch: predicted configurations best first, and one configuration per kind of engine
+    family not calibrated (weights, speculative method, TP, KV dtype: the number of speculative tokens not told
+    apart)."""
+
+    predicted: tuple[Prediction, ...]
+    unseen: tuple[Prediction, ...]
+
+    @classmethod
+    def of(cls, ranked: Sequence[Prediction], launched: set[ServeConfig]) -> Queue:
+        """``launched``: the study's configurations so far; a kind of family one of them measured already (a
+        --resume after its launch) gets no second launch."""
+        left = [p for p in ranked if p.config not in launched]
+        measured = {_kind(c) for c in launched}
+        unseen: dict[tuple[str, str, int, str], Prediction] = {}
+        for p in left:  # one per weights, speculative method (any number of tokens), TP and KV dtype
+            if p.capacity_req_s is None and _kind(p.config) not in measured:
+                unseen.setdefault(_kind(p.config), p)
+        bound = [p for p in left if p.capacity_req_s is not None and p.seq_bound is not None][:1]
+        return cls(_trusted(left), (*unseen.values(), *bound))
+
+    def next(self, launched_predicted: int, stop: str | None) -> Prediction | None:
+        """The top prediction first, then each uncalibrated family and the best seq-bound prediction once, then
+        predictions until ``stop``."""
+        if self.predicted and launched_predicted == 0:
+            return self.predicted[0]
+        if self.unseen:
+            return self.unseen[0]
+        return self.predicted[0] if self.predicted and stop is None else None
+
+    def beating(self, best_measured: float | None) -> Queue:
+        """Without the seq-bound predictions that do not beat ``best_measured``: they are upper bounds."""
+        if best_measured is None:
+            return self
+        keep = tuple(p for p in self.unseen if p.seq_bound is None or (p.capacity_req_s or 0.0) > best_measured)
+        return Queue(self.predicted, keep)
+
+    def reranked(self, again: Sequence[Prediction]) -> Queue:
+        """After a refit: ``again``, the best predictions left predicted anew, replace them; one whose rate now
+        fills max_num_seqs leaves the trusted ones."""
+        return Queue((*_trusted(again), *self.predicted[len(again) :]), self.unseen)
+
+    def without(self, config: ServeConfig) -> Queue:
+        return Queue(
+            tuple(p for p in self.predicted if p.config != config), tuple(p for p in self.unseen if p.config != config)
+        )
+
+
+def _trusted(preds: Sequence[Prediction]) -> tuple[Prediction, ...]:
+    """The predictions the search may rank and stop on: predicted, their rate not filling max_num_seqs."""
+    return tuple(p for p in preds if p.capacity_req_s is not None and p.seq_bound is None)
