@@ -1,0 +1,81 @@
+"""Offline, on the dev machine (nothing measured): how run e's model ranks the A30 grid's best point (512 seqs, fp8
+KV, the rest vLLM's defaults) beside run e's two launches, (A) calibrated on run e's defaults only, as the search
+began; (A') with the calibration the study stored after its refit on trial 1 (the one call 6 ranked with); and (B)
+calibrated on run e's fp8 trial 2 itself (what a refit on an unseen family's first launch would know). The grid
+point's measurements are in ../h200-a30-grid-best-remeasured-2026-12-03/ (another machine, another sitting).
+
+    ../../.venv/bin/python predict_grid_point.py > predict-grid-point.txt
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
+
+from launch.vllm_flags import VllmInfo  # noqa: E402
+from perfmodel.rank import Calibration, rank  # noqa: E402
+from perfmodel.traffic import Demand  # noqa: E402
+from tuner.inputs import load_inputs  # noqa: E402
+from tuner.search.predict_model import candidate, perf_model  # noqa: E402
+from tuner.search.predict_search import CALIBRATION_ATTR  # noqa: E402
+from tuner.search.study import open_study, results_of  # noqa: E402
+from tuner.settings.tune_settings import TuneSettings  # noqa: E402
+from tuner.tune_setup import base_config, trial_context  # noqa: E402
+
+rewrite_outputs = __import__("rewrite-outputs")
+
+
+def main() -> None:
+    print(f"written {datetime.now(UTC):%Y-%m-%d %H:%M:%SZ}")
+    doc = json.loads((HERE / "best.json").read_text())
+    settings = TuneSettings(**{k: v for k, v in doc["settings"].items() if k in TuneSettings.__dataclass_fields__})
+    rewrite_outputs.model_dirs(settings)
+    settings = replace(settings, out="/tmp/predict-grid/scratch", resume=False, emulate_on=doc["gpu"]["emulated_on"])
+    version = doc["vllm"]["version"]
+    help_text = (ROOT / "tests" / "launch" / "data" / f"help-options-{version}.txt").read_text()
+    info = VllmInfo.from_help_text(help_text, python=doc["vllm"]["python"], version=version, platform="cuda")
+    inp = load_inputs(settings, vllm=info)
+    ctx = trial_context(inp, Path("/tmp/predict-grid/scratch/logs"))
+    model = perf_model(ctx)
+    study = open_study(f"sqlite:///{HERE / 'study.db'}", resume=True, seed=0)
+    results = {r.number: r for r in results_of(study)}
+    configs = {
+        "trial 1 (auto KV: 0.92 / 2560 / 512 / 512 / chunked / prefix caching), measured 69.862": results[1].config,
+        "trial 2 (fp8: 0.92 / 1280 / 512 / 2048 / unchunked / no prefix caching), measured 68.231": results[2].config,
+        "the A30 grid's best (512 seqs, fp8, the rest vLLM's defaults)": replace(
+            base_config(inp), max_num_seqs=512, kv_cache_dtype="fp8"
+        ),
+        "the grid's best with auto KV (512 seqs, the rest vLLM's defaults)": replace(base_config(inp), max_num_seqs=512),
+    }
+    demand = Demand(ctx.workload, ctx.slos, ctx.output_tokens)
+    stored = Calibration.from_dict(study.user_attrs[CALIBRATION_ATTR])
+    for label, cal in (
+        ("A: run e's defaults (trial 0) only", lambda: model.calibrate([results[0]], None)),
+        ("A': the study's stored calibration (defaults and trial 1)", lambda: stored),
+        ("B: run e's fp8 trial 2 only", lambda: model.calibrate([results[2]], None)),
+    ):
+        t0 = time.monotonic()
+        c = cal()
+        print(f"\n{label}: calibrated in {time.monotonic() - t0:.0f} s (family {c.family})")
+        for name, config in configs.items():
+            cand = candidate(config, ctx)
+            if cand is None:
+                print(f"  {name}: dropped by the KV budget")
+                continue
+            (p,) = rank([cand], c, demand, workers=None, extrapolate_kv=True)
+            mark = " (extrapolated: KV reads scaled by bytes)" if p.extrapolated else ""
+            mark += f"; FLAGGED: {p.seq_bound}" if p.seq_bound else ""
+            print(f"  {name}: predicted {p.capacity_req_s or 0:.3f} req/s{mark}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
