@@ -54,7 +54,9 @@ def main() -> None:
         "the A30 grid's best (512 seqs, fp8, the rest vLLM's defaults)": replace(
             base_config(inp), max_num_seqs=512, kv_cache_dtype="fp8"
         ),
-        "the grid's best with auto KV (512 seqs, the rest vLLM's defaults)": replace(base_config(inp), max_num_seqs=512),
+        "the grid's best with auto KV (512 seqs, the rest vLLM's defaults)": replace(
+            base_config(inp), max_num_seqs=512
+        ),
     }
     demand = Demand(ctx.workload, ctx.slos, ctx.output_tokens)
     stored = Calibration.from_dict(study.user_attrs[CALIBRATION_ATTR])
