@@ -14,6 +14,7 @@ from perfmodel.rank import Calibration, Prediction
 from tuner.search.predict_model import Model, sample_space
 from tuner.search.predict_queue import Queue, converged
 from tuner.search.predict_search import CALIBRATION_ATTR, PREDICTED_ATTR, run_predicted
+from tuner.search.predict_stop import STOPPED_ATTR
 from tuner.search.space import SpaceContext, suggest_config
 from tuner.search.study import enqueue_first, open_study, results_of
 from tuner.settings.tune_settings import TuneSettings
@@ -301,3 +302,43 @@ def test_queue_measures_the_best_seq_bound_prediction_once_and_never_stops_on_it
     assert q.beating(8.9).unseen == q.unseen and q.beating(9.0).unseen == ()  # an upper bound that cannot win
     again = q.reranked([replace(pred(3.0), seq_bound="now it fills max_num_seqs")])
     assert [p.capacity_req_s for p in again.predicted] == [2.0]  # a refit that finds the cap drops it from trust
+
+
+def test_a_resumed_call_after_the_search_stopped_itself_ranks_nothing_until_a_trial_or_the_sample_changes(tmp_path):
+    # on the H200 (results/h200-llama-3-8b-a30-predict-2026-12-03-e) each call after the stop ranked 200 again
+    # (26-37 s) to reach the same stop, twice in the call that certified
+    fake = FakeModel()
+    ranked: list[int] = []
+    model = Model(fake.calibrate, lambda configs, cal: ranked.append(len(configs)) or fake.rank(configs, cal))
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=10, predict=True, predict_sample=60)
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+    lines: list[str] = []
+    run_predicted(study, settings, SCTX, model, fake_run_one, lambda st: None, lines.append)
+    assert len(results_of(study)) == 3 and any("no more launches" in line for line in lines)
+    stored = study.user_attrs[STOPPED_ATTR]
+    assert stored["trials"] == [0, 1, 2] and "demonstrated error" in stored["reason"]
+
+    ranked.clear()
+    lines.clear()
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=True, seed=0)
+    assert run_predicted(study, settings, SCTX, model, fake_run_one, lambda st: None, lines.append) == 0
+    assert ranked == [] and "stopped on these 3 trials before" in lines[-1] and "nothing to rank" in lines[-1]
+
+    other = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=10, predict=True, predict_sample=30)
+    run_predicted(study, other, SCTX, model, fake_run_one, lambda st: None, lines.append)
+    assert ranked, "another sample is ranked again"
+
+
+def test_a_stop_recorded_on_other_trials_or_another_sample_does_not_hold(tmp_path):
+    from tuner.search.predict_stop import Stopped, record_stop, sample_fingerprint, stopped_on
+
+    a, b = ServeConfig(model="/m", max_num_seqs=8), ServeConfig(model="/m", max_num_seqs=16)
+    assert sample_fingerprint([a, b]) == sample_fingerprint([b, a]) != sample_fingerprint([a])
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    assert stopped_on(study, [0], sample_fingerprint([a])) is None
+    both = sample_fingerprint([a, b])
+    record_stop(study, [2, 0, 1], both, "why")
+    assert stopped_on(study, [0, 1, 2], sample_fingerprint([b, a])) == Stopped((0, 1, 2), both, "why")
+    assert stopped_on(study, [0, 1, 2, 3], both) is None  # a trial since
+    assert stopped_on(study, [0, 1, 2], sample_fingerprint([a])) is None  # another sample

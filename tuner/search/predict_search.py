@@ -25,6 +25,7 @@ from perfmodel.rank import Calibration, Check, Prediction
 from tuner.report.predict_report import measured_rate, prediction_attr, with_prediction
 from tuner.search.predict_model import Model, sample_space
 from tuner.search.predict_queue import TRUSTED_ERROR, Queue, converged
+from tuner.search.predict_stop import record_stop, sample_fingerprint, stopped_on
 from tuner.search.refine import refined
 from tuner.search.study import finished, results_of, run_study
 from tuner.trial.result import PREDICTED, TrialResult, TrialState
@@ -119,8 +120,9 @@ def guided_search(
     if base is None or measured_rate(base) is None:
         say("--predict: vLLM's defaults measured no capacity to calibrate on; the search goes on unguided")
         return ran + run_until(total)
-    if len(finished(study)) >= total:  # nothing left to launch (a resumed call that certifies): no ranking
-        say(f"--predict: the study holds {total} finished trials (--trials): nothing to rank or launch")
+    sample = sample_fingerprint(configs)
+    if why := _nothing_to_rank(study, total, sample):  # a resumed call that certifies, say
+        say(f"--predict: {why}")
         return ran
     cal, measured = _calibrated(study, model, base)
     launched = {r.config for r in results_of(study)}
@@ -137,6 +139,7 @@ def guided_search(
         pick = queue.next(done_predicted, stop)
         if pick is None:
             say(f"--predict: no more launches: {stop}")
+            record_stop(study, _numbers(study), sample, stop or "nothing left to launch")
             break
         if budget is not None and (why := _no_time(budget, durations or launch_seconds(results_of(study)))):
             say(f"--predict: {why}: no new trial starts (resume to continue)")
@@ -156,6 +159,16 @@ def guided_search(
         say("--predict: " + line)
         queue = queue.reranked(model.rank([p.config for p in queue.predicted[:RERANK]], cal))
     return ran
+
+
+def _nothing_to_rank(study: optuna.Study, total: int, sample: str) -> str | None:
+    """Why a call has nothing to rank: the study holds --trials finished trials, or the search stopped itself on
+    these very trials and sample (tuner.search.predict_stop)."""
+    if len(finished(study)) >= total:
+        return f"the study holds {total} finished trials (--trials): nothing to rank or launch"
+    if stopped := stopped_on(study, _numbers(study), sample):
+        return f"the search stopped on these {len(stopped.trials)} trials before ({stopped.reason}): nothing to rank"
+    return None
 
 
 def _calibrated(study: optuna.Study, model: Model, base: TrialResult) -> tuple[Calibration, list[TrialResult]]:
@@ -225,6 +238,10 @@ def run_predicted(
         return refined(model, cal, ranked, known, sctx, say)
 
     return guided_search(study, settings.trials, run_until, model, configs, say, one_device.rules.budget, widen)
+
+
+def _numbers(study: optuna.Study) -> list[int]:
+    return [t.number for t in finished(study)]
 
 
 def _baseline(results: Sequence[TrialResult]) -> TrialResult | None:
