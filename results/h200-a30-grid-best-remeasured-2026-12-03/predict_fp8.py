@@ -11,7 +11,6 @@ run). The measured figures are in remeasure.jsonl and grid.jsonl beside this fil
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import replace
@@ -24,31 +23,19 @@ STUDY = ROOT / "results" / "h200-llama-3-8b-a30-predict-2026-12-03-d"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 
-from launch.vllm_flags import VllmInfo  # noqa: E402
+from offline_model import study_model  # noqa: E402
+
 from perfmodel.rank import rank  # noqa: E402
 from perfmodel.traffic import Demand  # noqa: E402
-from tuner.inputs import load_inputs  # noqa: E402
-from tuner.search.predict_model import candidate, perf_model, sample_space  # noqa: E402
+from tuner.search.predict_model import candidate, sample_space  # noqa: E402
 from tuner.search.refine import refined, seeds  # noqa: E402
 from tuner.search.study import open_study, results_of  # noqa: E402
-from tuner.settings.tune_settings import TuneSettings  # noqa: E402
-from tuner.tune_setup import base_config, space_context, trial_context  # noqa: E402
-
-rewrite_outputs = __import__("rewrite-outputs")
+from tuner.tune_setup import base_config, space_context  # noqa: E402
 
 
 def main() -> None:
     print(f"written {datetime.now(UTC):%Y-%m-%d %H:%M:%SZ}")
-    doc = json.loads((STUDY / "best.json").read_text())
-    settings = TuneSettings(**{k: v for k, v in doc["settings"].items() if k in TuneSettings.__dataclass_fields__})
-    rewrite_outputs.model_dirs(settings)
-    settings = replace(settings, out="/tmp/predict-fp8/scratch", resume=False, emulate_on=doc["gpu"]["emulated_on"])
-    version = doc["vllm"]["version"]
-    help_text = (ROOT / "tests" / "launch" / "data" / f"help-options-{version}.txt").read_text()
-    info = VllmInfo.from_help_text(help_text, python=doc["vllm"]["python"], version=version, platform="cuda")
-    inp = load_inputs(settings, vllm=info)
-    ctx = trial_context(inp, Path("/tmp/predict-fp8/scratch/logs"))
-    model = perf_model(ctx)
+    inp, ctx, model = study_model(STUDY, Path("/tmp/predict-fp8/scratch"))
     results = {r.number: r for r in results_of(open_study(f"sqlite:///{STUDY / 'study.db'}", resume=True, seed=0))}
     configs = {
         "run d trial 2 (the fp8 winner: 0.81 / 1280 / 512 / 2048 / unchunked / no prefix caching)": results[2].config,

@@ -9,7 +9,6 @@ point's measurements are in ../h200-a30-grid-best-remeasured-2026-12-03/ (anothe
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import replace
@@ -21,31 +20,19 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 
-from launch.vllm_flags import VllmInfo  # noqa: E402
+from offline_model import study_model  # noqa: E402
+
 from perfmodel.rank import Calibration, rank  # noqa: E402
 from perfmodel.traffic import Demand  # noqa: E402
-from tuner.inputs import load_inputs  # noqa: E402
-from tuner.search.predict_model import candidate, perf_model  # noqa: E402
+from tuner.search.predict_model import candidate  # noqa: E402
 from tuner.search.predict_search import CALIBRATION_ATTR  # noqa: E402
 from tuner.search.study import open_study, results_of  # noqa: E402
-from tuner.settings.tune_settings import TuneSettings  # noqa: E402
-from tuner.tune_setup import base_config, trial_context  # noqa: E402
-
-rewrite_outputs = __import__("rewrite-outputs")
+from tuner.tune_setup import base_config  # noqa: E402
 
 
 def main() -> None:
     print(f"written {datetime.now(UTC):%Y-%m-%d %H:%M:%SZ}")
-    doc = json.loads((HERE / "best.json").read_text())
-    settings = TuneSettings(**{k: v for k, v in doc["settings"].items() if k in TuneSettings.__dataclass_fields__})
-    rewrite_outputs.model_dirs(settings)
-    settings = replace(settings, out="/tmp/predict-grid/scratch", resume=False, emulate_on=doc["gpu"]["emulated_on"])
-    version = doc["vllm"]["version"]
-    help_text = (ROOT / "tests" / "launch" / "data" / f"help-options-{version}.txt").read_text()
-    info = VllmInfo.from_help_text(help_text, python=doc["vllm"]["python"], version=version, platform="cuda")
-    inp = load_inputs(settings, vllm=info)
-    ctx = trial_context(inp, Path("/tmp/predict-grid/scratch/logs"))
-    model = perf_model(ctx)
+    inp, ctx, model = study_model(HERE, Path("/tmp/predict-grid/scratch"))
     study = open_study(f"sqlite:///{HERE / 'study.db'}", resume=True, seed=0)
     results = {r.number: r for r in results_of(study)}
     configs = {

@@ -234,14 +234,23 @@ def test_a_resumed_call_judges_its_first_launch_by_the_studys_launches(tmp_path)
     assert any("time budget nearly spent (140 s left, a launch takes 150 s here)" in x for x in lines), lines
 
 
-def test_a_resumed_call_with_nothing_left_to_launch_ranks_nothing(tmp_path):
-    # on the H200 (results/h200-llama-3-8b-a30-predict-2026-12-02-b) the call that only certified spent 33 s ranking
-    fake = FakeModel()
+def counting(fake: FakeModel) -> tuple[Model, list[int]]:
+    """``fake`` as a Model, and the size of each ranking it is asked for."""
     ranked: list[int] = []
-    model = Model(fake.calibrate, lambda configs, cal: ranked.append(len(configs)) or fake.rank(configs, cal))
-    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=2, predict=True, predict_sample=20)
+    return Model(fake.calibrate, lambda configs, cal: ranked.append(len(configs)) or fake.rank(configs, cal)), ranked
+
+
+def fresh_study(tmp_path):
     study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
     enqueue_first(study, [], baseline=True)
+    return study
+
+
+def test_a_resumed_call_with_nothing_left_to_launch_ranks_nothing(tmp_path):
+    # on the H200 (results/h200-llama-3-8b-a30-predict-2026-12-02-b) the call that only certified spent 33 s ranking
+    model, ranked = counting(FakeModel())
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=2, predict=True, predict_sample=20)
+    study = fresh_study(tmp_path)
     run_predicted(study, settings, SCTX, model, fake_run_one, lambda st: None, lambda line: None)
     assert len(results_of(study)) == 2 and ranked
     ranked.clear()
@@ -307,12 +316,9 @@ def test_queue_measures_the_best_seq_bound_prediction_once_and_never_stops_on_it
 def test_a_resumed_call_after_the_search_stopped_itself_ranks_nothing_until_a_trial_or_the_sample_changes(tmp_path):
     # on the H200 (results/h200-llama-3-8b-a30-predict-2026-12-03-e) each call after the stop ranked 200 again
     # (26-37 s) to reach the same stop, twice in the call that certified
-    fake = FakeModel()
-    ranked: list[int] = []
-    model = Model(fake.calibrate, lambda configs, cal: ranked.append(len(configs)) or fake.rank(configs, cal))
+    model, ranked = counting(FakeModel())
     settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=10, predict=True, predict_sample=60)
-    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
-    enqueue_first(study, [], baseline=True)
+    study = fresh_study(tmp_path)
     lines: list[str] = []
     run_predicted(study, settings, SCTX, model, fake_run_one, lambda st: None, lines.append)
     assert len(results_of(study)) == 3 and any("no more launches" in line for line in lines)

@@ -1,0 +1,40 @@
+"""The performance model a committed H200 study's search used, rebuilt on a machine without its vLLM (offline
+analyses under results/: nothing is measured). vLLM's flags come from its recorded ``--help=all``
+(tests/launch/data), the Llama-3-8B-shaped model config-only (scripts/gpu/rewrite-outputs.py's model_dirs).
+
+    from offline_model import study_model
+    inp, ctx, model = study_model(Path("results/<study>"), Path("/tmp/scratch"))
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from launch.vllm_flags import VllmInfo  # noqa: E402
+from tuner.inputs import load_inputs  # noqa: E402
+from tuner.search.predict_model import perf_model  # noqa: E402
+from tuner.settings.tune_settings import TuneSettings  # noqa: E402
+from tuner.tune_setup import trial_context  # noqa: E402
+
+rewrite_outputs = __import__("rewrite-outputs")
+
+
+def study_model(study: Path, scratch: Path) -> tuple[Any, Any, Any]:
+    """The study's inputs, trial context and perfmodel Model (uncalibrated), as its tune built them."""
+    doc = json.loads((study / "best.json").read_text())
+    settings = TuneSettings(**{k: v for k, v in doc["settings"].items() if k in TuneSettings.__dataclass_fields__})
+    rewrite_outputs.model_dirs(settings)
+    settings = replace(settings, out=str(scratch), resume=False, emulate_on=doc["gpu"]["emulated_on"])
+    version = doc["vllm"]["version"]
+    help_text = (ROOT / "tests" / "launch" / "data" / f"help-options-{version}.txt").read_text()
+    info = VllmInfo.from_help_text(help_text, python=doc["vllm"]["python"], version=version, platform="cuda")
+    inp = load_inputs(settings, vllm=info)
+    ctx = trial_context(inp, scratch / "logs")
+    return inp, ctx, perf_model(ctx)
