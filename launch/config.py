@@ -56,6 +56,7 @@ class ServeConfig:
     block_size: int | None = None
     tensor_parallel_size: int | None = None
     data_parallel_size: int | None = None  # replicas behind one front end (--devices with several GPUs)
+    api_server_count: int | None = None  # front-end (API server) processes; > 1 starts through vLLM's CLI
     enforce_eager: bool | None = None
     speculative_method: str | None = None  # None/"off", "ngram", "draft", "eagle"
     num_speculative_tokens: int | None = None

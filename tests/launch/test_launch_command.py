@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from launch.command import build_command, env_to_unset, speculative_config_json
+from launch.command import CLI_SHIM, build_command, env_to_unset, speculative_config_json
 from launch.config import ServeConfig
 from launch.errors import LaunchInputError
 from launch.vllm_info import API_SERVER
@@ -125,6 +125,42 @@ def test_env(make_info) -> None:
     own = capped.with_env(VLLM_CPU_KVCACHE_SPACE="2")
     assert env_to_unset(own, make_info("0.32.0", platform="cpu")) == ()
     assert env_to_unset(ServeConfig(model="/m"), make_info("0.32.0", platform="cpu")) == ()
+
+
+def test_several_api_servers_start_through_vllms_cli(any_info, make_info) -> None:
+    # the api_server module parses --api-server-count but runs one process; `vllm serve` starts several
+    argv, _ = build_command(replace(FULL, api_server_count=3), any_info, host="h", port=1)
+    assert argv[:4] == [any_info.python, "-c", CLI_SHIM, "serve"] and _flag_value(argv, "--api-server-count") == "3"
+    assert _flag_value(argv, "--model") == "/models/llama 8b" and "--speculative-config" in argv
+    one, _ = build_command(replace(FULL, api_server_count=1), any_info, host="h", port=1)
+    assert one[:3] == [any_info.python, "-m", API_SERVER] and _flag_value(one, "--api-server-count") == "1"
+    # vllm-cpu has no distribution version: its children are told the platform
+    two = ServeConfig(model="/m", api_server_count=2)
+    _, env = build_command(two, make_info("0.32.0", platform="cpu"), host="h", port=1)
+    assert env == {"VLLM_TARGET_DEVICE": "cpu"}
+    older = replace(make_info("0.32.0"), flags=make_info("0.32.0").flags - {"--api-server-count"})
+    with pytest.raises(LaunchInputError, match=r"has no flag --api-server-count \(ServeConfig.api_server_count\)"):
+        build_command(two, older, host="h", port=1)
+
+
+def test_the_cli_shim_gives_vllm_its_own_version_and_leaves_other_lookups_alone(tmp_path) -> None:
+    import sys
+
+    fake = tmp_path / "vllm" / "entrypoints" / "cli"
+    fake.mkdir(parents=True)
+    (tmp_path / "vllm" / "__init__.py").write_text("__version__ = '9.9.9+cpu'\n")
+    for d in (tmp_path / "vllm" / "entrypoints", fake):
+        (d / "__init__.py").write_text("")
+    (fake / "main.py").write_text(
+        "import importlib.metadata as m, sys\n"
+        "def main():\n    print(m.version('vllm'), m.version('pytest'), sys.argv)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", CLI_SHIM, "serve", "--model", "/m"],
+        capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(tmp_path)},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["9.9.9+cpu", pytest.__version__, "['vllm',", "'serve',", "'--model',", "'/m']"]
 
 
 _PARSE = r"""

