@@ -23,7 +23,7 @@ STUDY = ROOT / "results" / "h200-llama-3-8b-a30-predict-2026-12-03-d"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 
-from offline_model import study_model  # noqa: E402
+from offline_model import print_predictions, study_model  # noqa: E402
 
 from perfmodel.rank import rank  # noqa: E402
 from perfmodel.traffic import Demand  # noqa: E402
@@ -48,17 +48,8 @@ def main() -> None:
         t0 = time.monotonic()
         cal = model.calibrate(trials, None)
         print(f"\n{label}: calibrated in {time.monotonic() - t0:.0f} s (family {cal.family})")
+        print_predictions(configs, ctx, cal)
         demand = Demand(ctx.workload, ctx.slos, ctx.output_tokens)
-        for name, config in configs.items():
-            cand = candidate(config, ctx)
-            if cand is None:
-                print(f"  {name}: dropped by the KV budget")
-                continue
-            (p,) = rank([cand], cal, demand, workers=None, extrapolate_kv=True)
-            mark = " (extrapolated: KV reads scaled by bytes)" if p.extrapolated else ""
-            mark += f"; unseen: {p.unseen}" if p.unseen else ""
-            mark += f"; FLAGGED: {p.seq_bound}" if p.seq_bound else ""
-            print(f"  {name}: predicted {p.capacity_req_s or 0:.3f} req/s{mark}", flush=True)
         if trials[0].is_baseline:
             sampled(inp, ctx, cal, demand)
             climbed(inp, ctx, model, cal, demand)

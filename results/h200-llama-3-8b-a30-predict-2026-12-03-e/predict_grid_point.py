@@ -20,11 +20,9 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 
-from offline_model import study_model  # noqa: E402
+from offline_model import print_predictions, study_model  # noqa: E402
 
-from perfmodel.rank import Calibration, rank  # noqa: E402
-from perfmodel.traffic import Demand  # noqa: E402
-from tuner.search.predict_model import candidate  # noqa: E402
+from perfmodel.rank import Calibration  # noqa: E402
 from tuner.search.predict_search import CALIBRATION_ATTR  # noqa: E402
 from tuner.search.study import open_study, results_of  # noqa: E402
 from tuner.tune_setup import base_config  # noqa: E402
@@ -45,7 +43,6 @@ def main() -> None:
             base_config(inp), max_num_seqs=512
         ),
     }
-    demand = Demand(ctx.workload, ctx.slos, ctx.output_tokens)
     stored = Calibration.from_dict(study.user_attrs[CALIBRATION_ATTR])
     for label, cal in (
         ("A: run e's defaults (trial 0) only", lambda: model.calibrate([results[0]], None)),
@@ -55,15 +52,7 @@ def main() -> None:
         t0 = time.monotonic()
         c = cal()
         print(f"\n{label}: calibrated in {time.monotonic() - t0:.0f} s (family {c.family})")
-        for name, config in configs.items():
-            cand = candidate(config, ctx)
-            if cand is None:
-                print(f"  {name}: dropped by the KV budget")
-                continue
-            (p,) = rank([cand], c, demand, workers=None, extrapolate_kv=True)
-            mark = " (extrapolated: KV reads scaled by bytes)" if p.extrapolated else ""
-            mark += f"; FLAGGED: {p.seq_bound}" if p.seq_bound else ""
-            print(f"  {name}: predicted {p.capacity_req_s or 0:.3f} req/s{mark}", flush=True)
+        print_predictions(configs, ctx, c)
 
 
 if __name__ == "__main__":

@@ -38,3 +38,23 @@ def study_model(study: Path, scratch: Path) -> tuple[Any, Any, Any]:
     inp = load_inputs(settings, vllm=info)
     ctx = trial_context(inp, scratch / "logs")
     return inp, ctx, perf_model(ctx)
+
+
+def print_predictions(configs: dict[str, Any], ctx: Any, cal: Any) -> None:
+    """One line per named configuration: its prediction under ``cal`` (fp8 KV scaled by bytes where ``cal`` is of
+    the auto-KV family), or why there is none."""
+    from perfmodel.rank import rank
+    from perfmodel.traffic import Demand
+    from tuner.search.predict_model import candidate
+
+    demand = Demand(ctx.workload, ctx.slos, ctx.output_tokens)
+    for name, config in configs.items():
+        cand = candidate(config, ctx)
+        if cand is None:
+            print(f"  {name}: dropped by the KV budget")
+            continue
+        (p,) = rank([cand], cal, demand, workers=None, extrapolate_kv=True)
+        mark = " (extrapolated: KV reads scaled by bytes)" if p.extrapolated else ""
+        mark += f"; unseen: {p.unseen}" if p.unseen else ""
+        mark += f"; FLAGGED: {p.seq_bound}" if p.seq_bound else ""
+        print(f"  {name}: predicted {p.capacity_req_s or 0:.3f} req/s{mark}", flush=True)
