@@ -21,8 +21,9 @@
 #   rate, scripts/gpu/h200-crosscheck.sh holds the winner's launched configuration at CROSSCHECK_FACTOR (0.95) x that
 #   rate for CROSSCHECK_SECONDS (120) under vLLM's own benchmark client; TRIALS 0 skips tune and runs only that.
 # GRID_BEST_IF_LEFT=S: after tune, when at least S seconds of HARD_LIMIT_S are left, the A30 grid's best point
-#   (max_num_seqs 512, fp8 KV, the rest vLLM's defaults; GRID_POINT="KNOB=V KNOB=V ...": another point) is measured
-#   once under today's protocol with
+#   (max_num_seqs 512, fp8 KV, the rest vLLM's defaults; GRID_POINT="KNOB=V KNOB=V ...": another point, any
+#   ServeConfig field, "KNOB=V1,V2" several points, e.g. "max_num_seqs=512 kv_cache_dtype=fp8 api_server_count=1,2")
+#   is measured once under today's protocol with
 #   bench/search_vs_grid.py (a one-point grid, compared with this study), so "% of the grid's best" can be
 #   judged under one protocol. REMEASURE=N: then the grid point, vLLM's defaults and the study's best are measured N
 #   more times each on fresh servers, interleaved (bench/grid_remeasure.py; kept as they land, so the next call on
