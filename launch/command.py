@@ -126,6 +126,10 @@ def _check_extra_args(extra: tuple[str, ...], info: VllmInfo) -> None:
 def build_command(config: ServeConfig, info: VllmInfo, *, host: str, port: int) -> tuple[list[str], dict[str, str]]:
     """argv (``info.python -m vllm.entrypoints.openai.api_server ...``, or ``vllm serve`` through CLI_SHIM for
     several API servers) and the env additions."""
+    if config.api_server_count is not None and config.api_server_count < 1:  # 0 is vLLM's headless mode: no API
+        raise LaunchInputError(
+            f"api_server_count={config.api_server_count} starts no API server; set it to 1 or more, or leave it unset"
+        )
     several = (config.api_server_count or 1) > 1
     argv = [info.python, "-c", CLI_SHIM, "serve"] if several else [info.python, "-m", API_SERVER]
     for field, flag in FLAG_OF.items():

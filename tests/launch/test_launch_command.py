@@ -141,6 +141,8 @@ def test_several_api_servers_start_through_vllms_cli(any_info, make_info) -> Non
     older = replace(make_info("0.32.0"), flags=make_info("0.32.0").flags - {"--api-server-count"})
     with pytest.raises(LaunchInputError, match=r"has no flag --api-server-count \(ServeConfig.api_server_count\)"):
         build_command(two, older, host="h", port=1)
+    with pytest.raises(LaunchInputError, match=r"api_server_count=0 starts no API server; set it to 1 or more"):
+        build_command(ServeConfig(model="/m", api_server_count=0), any_info, host="h", port=1)
 
 
 def test_the_cli_shim_gives_vllm_its_own_version_and_leaves_other_lookups_alone(tmp_path) -> None:
