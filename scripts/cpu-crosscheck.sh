@@ -4,8 +4,9 @@
 # behind `vllm bench serve`), then stop the server. Model, workload, output tokens and SLOs come from best.json, the
 # served name from launch.sh. Run from the repo root under the CPU lock (vLLM busy-polls both cores):
 #   flock /tmp/slotune-cpu.lock bash scripts/cpu-crosscheck.sh STUDY_DIR [FACTOR] [SECONDS] [JSON_OUT]
-# JSON_OUT defaults to STUDY_DIR/crosscheck-vllm-bench-<FACTOR>x.json. Exit 2 when the study states no certified rate
-# or its server does not come up within START_TIMEOUT (300) s; otherwise the benchmark's own exit code.
+# JSON_OUT defaults to STUDY_DIR/crosscheck-vllm-bench-<FACTOR>x.json. RATE=R: FACTOR x R instead of the certified
+# rate (a study's search estimate, which no soak certified). Exit 2 when the study states no certified rate and no
+# RATE is given, or its server does not come up within START_TIMEOUT (300) s; otherwise the benchmark's exit code.
 set -u
 dir="${1:?study folder}" factor="${2:-1.0}" secs="${3:-120}"
 json="${4:-$dir/crosscheck-vllm-bench-${factor}x.json}"
@@ -13,12 +14,13 @@ py=".venv/bin/python"
 port="${PORT:-18134}"
 export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_CPU_CI_ENV=1
 read -r rate model workload out_tokens slo < <("$py" - "$dir/best.json" "$factor" <<'PY'
-import json, sys
+import json, os, sys
 b = json.load(open(sys.argv[1]))
-if not b.get("certified_rate_req_s"):
-    sys.exit(f"{sys.argv[1]}: no certified rate to cross-check")
+rate = float(os.environ.get("RATE") or 0) or b.get("certified_rate_req_s")
+if not rate:
+    sys.exit(f"{sys.argv[1]}: no certified rate to cross-check (RATE=R checks another)")
 s = b["settings"]
-print(round(float(sys.argv[2]) * b["certified_rate_req_s"], 3), s["model"], s["workload"], s["output_tokens"] or "-", b["slo"])
+print(round(float(sys.argv[2]) * rate, 3), s["model"], s["workload"], s["output_tokens"] or "-", b["slo"])
 PY
 ) || exit 2
 name=$(sed -n 's/^SERVED_NAME=//p' "$dir/launch.sh" | head -1)
