@@ -44,6 +44,9 @@ out="${PREDICT_OUT:-results/h200-llama-3-8b-a30-predict}"
 keep="/tmp/keep-$(basename "$out")"
 mkdir -p "$out" "$keep"
 [ -f "$keep/study.db" ] && cp "$keep/study.db" "$out/study.db" && log "study from $keep (this machine's last call)"
+for f in tune.log memory-lines.txt; do  # a fresh machine goes on from the committed logs (the pack holds all calls')
+  [ ! -f "$keep/$f" ] && [ -f "$out/$f" ] && cp "$out/$f" "$keep/$f"
+done
 args=(--model "$model" --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms"
       --gpu a30 --emulate-on auto --level-seconds 8 --trials "$trials" --out "$out" --time-budget "$budget"
       --predict --predict-sample "${PREDICT_SAMPLE:-200}")
