@@ -43,7 +43,10 @@ source scripts/gpu/h200-env.sh
 out="${PREDICT_OUT:-results/h200-llama-3-8b-a30-predict}"
 keep="/tmp/keep-$(basename "$out")"
 mkdir -p "$out" "$keep"
-[ -f "$keep/study.db" ] && cp "$keep/study.db" "$out/study.db" && log "study from $keep (this machine's last call)"
+# this machine's last call left the study (and its outputs: a later call that runs no tune cross-checks or compares
+# against what that call certified, not the tree's older best.json)
+[ -f "$keep/study.db" ] && log "study from $keep (this machine's last call)"
+for f in study.db trials.csv best.json launch.sh report.html; do [ -f "$keep/$f" ] && cp "$keep/$f" "$out/$f"; done
 for f in tune.log memory-lines.txt; do  # a fresh machine goes on from the committed logs (the pack holds all calls')
   [ ! -f "$keep/$f" ] && [ -f "$out/$f" ] && cp "$out/$f" "$keep/$f"
 done
@@ -90,7 +93,6 @@ if [ "$trials" != 0 ]; then
     tune "${SOAK:-0}"
   fi
 fi
-[ -f "$out/best.json" ] || { [ -f "$keep/best.json" ] && cp "$keep/best.json" "$out/best.json"; }
 left=$(( hard - $(el) ))
 if [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ "$left" -ge "$CROSSCHECK_IF_LEFT" ] && [ -f "$out/best.json" ]; then
   log "cross-check with vllm bench ($left s left)"
