@@ -25,6 +25,8 @@ COUNTERS = {  # report key suffix -> metric names (first present wins)
     "spec_accepted": ("vllm:spec_decode_num_accepted_tokens_total",),
     "queue_sum": ("vllm:request_queue_time_seconds_sum",),
     "queue_count": ("vllm:request_queue_time_seconds_count",),
+    "prefill_sum": ("vllm:request_prefill_time_seconds_sum",),
+    "prefill_count": ("vllm:request_prefill_time_seconds_count",),
     "prompt_tokens": ("vllm:prompt_tokens_total",),
     "generation_tokens": ("vllm:generation_tokens_total",),
     "ttft_sum": ("vllm:time_to_first_token_seconds_sum",),
@@ -56,9 +58,10 @@ class ServerSummary:
     Field order is summarize's, so ``to_dict`` writes the same JSON as the dict it replaces."""
 
     preemptions: int | None = None
-    queue_time_mean_ms: float | None = None
+    queue_time_mean_ms: float | None = None  # waiting in the engine's scheduler (engine timestamps)
+    prefill_time_mean_ms: float | None = None  # first scheduled to first token (engine timestamps)
     server_requests: int | None = None
-    server_ttft_mean_ms: float | None = None  # from a request's arrival, as the server times it
+    server_ttft_mean_ms: float | None = None  # from a request's arrival in the API server to its first output there
     server_itl_mean_ms: float | None = None
     prefix_cache_hit_rate: float | None = None
     spec_decode_drafts: int | None = None  # 0 on a speculating server that proposed nothing
@@ -70,6 +73,16 @@ class ServerSummary:
     requests_waiting_peak: float | None = None
     requests_running_peak: float | None = None
     kv_cache_tokens: int | None = None
+
+    @property
+    def outside_engine_ttft_ms(self) -> float | None:
+        """The mean TTFT less its means in the engine (queue and prefill): time in the API server before the
+        engine queued a request and after its first token left the engine. The TTFT mean counts requests at
+        their first token, the others at their end, so over a short run it is approximate (and can be < 0)."""
+        ttft, queue, prefill = self.server_ttft_mean_ms, self.queue_time_mean_ms, self.prefill_time_mean_ms
+        if ttft is None or queue is None or prefill is None:
+            return None
+        return ttft - queue - prefill
 
     def to_dict(self) -> dict[str, float]:
         """Only the figures vLLM reported, as summarize writes them."""
@@ -128,8 +141,9 @@ def summarize(
     out: dict[str, float] = {}
     if "preemptions" in d:
         out["preemptions"] = int(d["preemptions"])
-    if d.get("queue_count"):
-        out["queue_time_mean_ms"] = 1000.0 * d["queue_sum"] / d["queue_count"]
+    for key in ("queue", "prefill"):  # vLLM records both when a request ends
+        if d.get(f"{key}_count"):
+            out[f"{key}_time_mean_ms"] = 1000.0 * d[f"{key}_sum"] / d[f"{key}_count"]
     if "requests_done" in d:
         out["server_requests"] = int(d["requests_done"])
     for key in ("ttft", "itl"):  # the server's own view (from a request's arrival; between engine outputs)

@@ -73,6 +73,8 @@ def test_closed_loop_completions_exact_tokens(vllm_server: str, tiny_model: Path
         assert len(t.itl) == t.tokens - 1 == 127  # one ITL sample per token after the first
     srv = r.server  # how close our timings come to the server's: test_client_ttft_and_itl_agree_with_the_servers
     assert srv["server_requests"] == REQUESTS and srv["server_generation_tokens"] == REQUESTS * 128
+    # vLLM's TTFT split (loadtest.server_metrics): the engine's queue and prefill, over the same requests here
+    assert srv["queue_time_mean_ms"] >= 0 and 0 < srv["prefill_time_mean_ms"] <= srv["server_ttft_mean_ms"], srv
     assert r.itl_ms.mean <= r.tpot_ms.mean  # TPOT also spans each stream's tail after its last token
     assert r.slo_met is True and r.goodput_req_s == pytest.approx(r.throughput_req_s)
     # polled every 0.2 s during the run, in the load generator's own event loop: whether a poll lands while

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest.server_metrics import parse_prometheus, summarize
+from loadtest.server_metrics import ServerSummary, parse_prometheus, summarize
 
 BEFORE = """# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
 # TYPE vllm:num_preemptions_total counter
@@ -13,6 +13,8 @@ vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0
 vllm:prefix_cache_hits_total{engine="0",model_name="m"} 100.0
 vllm:request_queue_time_seconds_sum{engine="0",model_name="m"} 1.0
 vllm:request_queue_time_seconds_count{engine="0",model_name="m"} 10.0
+vllm:request_prefill_time_seconds_sum{engine="0",model_name="m"} 0.2
+vllm:request_prefill_time_seconds_count{engine="0",model_name="m"} 10.0
 vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.0
 vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 0.5
 vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 10.0
@@ -27,6 +29,8 @@ vllm:prefix_cache_queries_total{engine="0",model_name="m"} 3000.0
 vllm:prefix_cache_hits_total{engine="0",model_name="m"} 600.0
 vllm:request_queue_time_seconds_sum{engine="0",model_name="m"} 3.0
 vllm:request_queue_time_seconds_count{engine="0",model_name="m"} 30.0
+vllm:request_prefill_time_seconds_sum{engine="0",model_name="m"} 0.6
+vllm:request_prefill_time_seconds_count{engine="0",model_name="m"} 30.0
 vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 100.0
 vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 400.0
 vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 300.0
@@ -46,6 +50,7 @@ def test_summary_deltas_rates_and_peaks() -> None:
     assert s["preemptions"] == 4  # summed over engines, minus the count before the run
     assert s["prefix_cache_hit_rate"] == pytest.approx(500 / 2000)
     assert s["queue_time_mean_ms"] == pytest.approx(100.0)
+    assert s["prefill_time_mean_ms"] == pytest.approx(1000 * 0.4 / 20)
     assert "spec_decode_acceptance_rate" not in s  # absent before the run: no delta
     assert s["kv_cache_usage_peak"] == 0.42 and s["kv_cache_tokens"] == 512 * 16
     assert s["server_requests"] == 20
@@ -176,3 +181,16 @@ def test_scraper_keeps_each_polls_running_and_waiting_at_the_runs_clock() -> Non
     assert [(s.running, s.waiting) for s in scraper.samples] == [(2.0, 0.0), (7.0, 3.0)]
     assert isinstance(scraper.samples[0], GaugeSample)
     assert scraper.samples[1].t - scraper.samples[0].t == pytest.approx(0.2)
+
+
+def test_ttft_outside_the_engine_is_what_its_queue_and_prefill_leave() -> None:
+    b, _ = parse_prometheus(BEFORE)
+    a, infos = parse_prometheus(AFTER)
+    server = ServerSummary.from_dict(summarize(b, a, {}, infos))
+    # TTFT 50 ms from the API server's arrival, of which 100 ms queue and 20 ms prefill: the means' request sets
+    # differ (first token vs end), and the difference says so rather than being clipped
+    assert server.outside_engine_ttft_ms == pytest.approx(50.0 - 100.0 - 20.0)
+    assert ServerSummary(server_ttft_mean_ms=300.0, queue_time_mean_ms=40.0).outside_engine_ttft_ms is None
+    assert ServerSummary(
+        server_ttft_mean_ms=300.0, queue_time_mean_ms=40.0, prefill_time_mean_ms=60.0
+    ).outside_engine_ttft_ms == pytest.approx(200.0)
