@@ -28,6 +28,7 @@
 #   judged under one protocol. REMEASURE=N: then the grid point, vLLM's defaults and the study's best are measured N
 #   more times each on fresh servers, interleaved (bench/grid_remeasure.py; kept as they land, so the next call on
 #   the same machine goes on from them; no measurement is started that the call's limit would cut).
+#   REMEASURE_SEARCH_FIRST=1: the study's best first (so a call cut short has measured it beside the next one).
 set -uo pipefail
 trials="${1:-4}"
 budget="${2:-480}"
@@ -112,7 +113,7 @@ if [ -n "${GRID_BEST_IF_LEFT:-}" ] && [ "$left" -ge "$GRID_BEST_IF_LEFT" ] && [ 
   timeout --signal=INT --kill-after=30 "$(( left - 20 ))" python3 bench/search_vs_grid.py --model "$model" \
     --load-format dummy --workload chat --slo "ttft_p95=2s,tpot_p95=60ms" --gpu a30 --emulate-on auto \
     --level-seconds 8 "${grid_args[@]}" --search-from "$out" --time-budget "$(( left - 40 ))" \
-    --remeasure "${REMEASURE:-0}" --out /tmp/grid-best 2>&1 | grep -v "vLLM starting (" \
+    --remeasure "${REMEASURE:-0}" ${REMEASURE_SEARCH_FIRST:+--remeasure-search-first} --out /tmp/grid-best 2>&1 | grep -v "vLLM starting (" \
     | tee -a /tmp/grid-best/console.log
   log "grid point exit code: ${PIPESTATUS[0]}"
 fi
