@@ -84,6 +84,16 @@ class ServerSummary:
             return None
         return ttft - queue - prefill
 
+    def ttft_split(self) -> str | None:
+        """vLLM's mean TTFT in a phrase, split where vLLM times it (None: not all three reported)."""
+        outside = self.outside_engine_ttft_ms
+        if outside is None:
+            return None
+        return (
+            f"vLLM's mean TTFT {self.server_ttft_mean_ms:.0f} ms: queue {self.queue_time_mean_ms:.0f}, prefill "
+            f"{self.prefill_time_mean_ms:.0f}, outside the engine {outside:.0f}"
+        )
+
     def to_dict(self) -> dict[str, float]:
         """Only the figures vLLM reported, as summarize writes them."""
         return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}

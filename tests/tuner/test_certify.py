@@ -14,7 +14,7 @@ from launch.config import ServeConfig
 from loadtest.dist import Dist
 from loadtest.summary import ReportSummary
 from tests.tuner.certify_fakes import soak
-from tuner.certify.certification import Certification
+from tuner.certify.certification import Certification, Soak
 from tuner.certify.certified import certify_study, floor_rate, interrupted, stored, to_certify
 from tuner.certify.confirm import Confirmation
 from tuner.certify.headline import CERTIFIED, CONFIRMED, SEARCH, headline
@@ -244,3 +244,14 @@ def test_a_certified_rate_under_the_defaults_estimate_is_compared_per_gpu_when_t
     assert "certified at 2.250 req/s per GPU it is below the defaults' uncertified 4.000" in head.line()
     host_only = headline(summarize([base, trial(1, 10.0, seqs=64)]), {1: cert_of(best, 9.0)}, None)
     assert "not shown" not in host_only.line()  # one GPU each: 9 is above the defaults' 4
+
+
+def test_a_missed_soak_says_where_vllms_first_tokens_waited():
+    from loadtest.server_metrics import ServerSummary
+
+    server = ServerSummary(queue_time_mean_ms=20.0, prefill_time_mean_ms=80.0, server_ttft_mean_ms=900.0)
+    missed = replace(soak(9.0, False), report=ReportSummary(server=server))
+    assert "vLLM's mean TTFT 900 ms: queue 20, prefill 80, outside the engine 800" in missed.line()
+    held = replace(soak(9.0, True), report=ReportSummary(server=server))
+    assert "vLLM's mean TTFT" not in held.line()
+    assert Soak.from_dict(json.loads(json.dumps(missed.to_dict()))).report.server == server

@@ -61,6 +61,8 @@ class Soak:
         verdict = "held" if self.holds else "missed: " + "; ".join(self.reasons)
         if not self.holds and self.sustained_req_s > 0:
             verdict += f"; the server answered {self.sustained_req_s:.1f} req/s while arrivals lasted"
+        if not self.holds and (split := self.report.server.ttft_split()) is not None:
+            verdict += f"; {split}"
         shared = f"; {self.host.phrase()}" if self.host is not None and self.host.notable else ""
         return f"soak at {self.rate:.3f} req/s for {self.seconds:.0f} s: {verdict} ({vals or 'no SLO value'}){shared}"
 

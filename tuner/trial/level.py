@@ -129,7 +129,9 @@ def level_line(level: Level) -> str:
         if failed
         else ""
     )
-    return f"{what}: {verdict} ({vals}{steady}) goodput {level.goodput_req_s:.2f}/s{behind}{shared}{errors}"
+    split = level.server.ttft_split()  # where a missed level's first tokens waited
+    where = f"; {split}" if split and not level.passed else ""
+    return f"{what}: {verdict} ({vals}{steady}) goodput {level.goodput_req_s:.2f}/s{where}{behind}{shared}{errors}"
 
 
 def _failure_example(rep: LoadReport) -> str | None:
