@@ -184,9 +184,9 @@ def test_a_level_keeps_what_vllm_counted_over_it_and_reads_back_whole():
 
 
 def test_a_missed_level_says_where_vllms_first_tokens_waited():
-    counted = {"queue_time_mean_ms": 108.0, "prefill_time_mean_ms": 120.0, "server_ttft_mean_ms": 897.0}
+    counted = {"queue_time_mean_ms": 100.0, "prefill_time_mean_ms": 120.0, "server_ttft_mean_ms": 900.0}
     missed = level_of("rate", 74.0, None, swap(FakeReport(1946.0, 50.0, 40.0), server=counted))
-    assert "vLLM's mean TTFT 897 ms: queue 108, prefill 120, outside the engine 669" in level_line(missed)
+    assert "vLLM's mean TTFT 900 ms: queue 100, prefill 120, outside the engine 680" in level_line(missed)
     met = level_of("rate", 60.0, None, swap(FakeReport(178.0, 60.0, 60.0), server=counted))
     assert "vLLM's mean TTFT" not in level_line(met)  # a met level's line stays short
     older = {k: v for k, v in counted.items() if k != "prefill_time_mean_ms"}  # vLLM without the prefill histogram
