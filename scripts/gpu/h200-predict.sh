@@ -20,6 +20,7 @@
 # CROSSCHECK_IF_LEFT=S: after tune, when at least S seconds of HARD_LIMIT_S are left and best.json states a certified
 #   rate, scripts/gpu/h200-crosscheck.sh holds the winner's launched configuration at CROSSCHECK_FACTOR (0.95) x that
 #   rate for CROSSCHECK_SECONDS (120) under vLLM's own benchmark client; TRIALS 0 skips tune and runs only that.
+#   Once it has run on a machine, a later call there skips it (the same command can be repeated call after call).
 # GRID_BEST_IF_LEFT=S: after tune, when at least S seconds of HARD_LIMIT_S are left, the A30 grid's best point
 #   (max_num_seqs 512, fp8 KV, the rest vLLM's defaults; GRID_POINT="KNOB=V KNOB=V ...": another point, any
 #   ServeConfig field, "KNOB=V1,V2" several points, e.g. "max_num_seqs=512 kv_cache_dtype=fp8 api_server_count=1,2")
@@ -95,7 +96,10 @@ if [ "$trials" != 0 ]; then
   fi
 fi
 left=$(( hard - $(el) ))
-if [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ "$left" -ge "$CROSSCHECK_IF_LEFT" ] && [ -f "$out/best.json" ]; then
+checked="/tmp/crosscheck/crosscheck-vllm-bench-${CROSSCHECK_FACTOR:-0.95}x.json"
+if [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ -f "$checked" ]; then  # so one command can be repeated call after call
+  log "cross-check already run on this machine ($checked)"
+elif [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ "$left" -ge "$CROSSCHECK_IF_LEFT" ] && [ -f "$out/best.json" ]; then
   log "cross-check with vllm bench ($left s left)"
   bash scripts/gpu/h200-crosscheck.sh "$out" "${CROSSCHECK_FACTOR:-0.95}" "${CROSSCHECK_SECONDS:-120}" \
     "$(( left - 15 ))" /tmp/crosscheck
