@@ -178,6 +178,7 @@ class Prediction:
     unseen: str | None = None  # why the model cannot predict this candidate
     extrapolated: str | None = None  # what the prediction assumes beyond the calibration
     seq_bound: str | None = None  # set where its rate fills max_num_seqs: not trusted, measured once (SEQ_BOUND)
+    scaled_req_s: float | None = None  # unseen for its KV dtype only: its KV reads scaled by bytes (orders launches)
 
 
 def predict(
@@ -238,4 +239,4 @@ def _unseen_kv(p: Prediction, cal: Calibration) -> Prediction:
         f"engine family {family_of(p.config)} was not calibrated (calibrated: {cal.family}); measure it "
         f"(its KV reads scaled by bytes would predict {p.capacity_req_s:.3f} req/s: it ranks the family's launch)"
     )
-    return Prediction(p.config, None, None, None, unseen=why)
+    return Prediction(p.config, None, None, None, unseen=why, scaled_req_s=p.capacity_req_s)

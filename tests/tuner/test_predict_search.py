@@ -54,8 +54,8 @@ class FakeModel:
                 preds.append(Prediction(c, p, p, cal.demonstrated_error))
         return sorted(preds, key=lambda p: (p.capacity_req_s is None, -(p.capacity_req_s or 0.0)))
 
-    def model(self) -> Model:
-        return Model(self.calibrate, self.rank)
+    def model(self, departures=lambda c: 0) -> Model:
+        return Model(self.calibrate, self.rank, departures)
 
 
 def fake_run_one(trial, device):
@@ -65,15 +65,34 @@ def fake_run_one(trial, device):
     return TrialResult(trial.number, COMPLETE, baseline, config, slo_met=True, goodput_req_s=rate, best_rate=rate)
 
 
-def run(tmp_path, fake: FakeModel, trials: int, sample: int = 60):
+def run(tmp_path, fake: FakeModel, trials: int, sample: int = 60, departures=lambda c: 0):
     settings = TuneSettings(
         model="/m", gpu="cpu", slo="ttft_p95=2s", trials=trials, predict=True, predict_sample=sample
     )
     study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
     enqueue_first(study, [], baseline=True)
     lines: list[str] = []
-    ran = run_predicted(study, settings, SCTX, fake.model(), fake_run_one, lambda st: None, lines.append)
+    ran = run_predicted(study, settings, SCTX, fake.model(departures), fake_run_one, lambda st: None, lines.append)
     return study, ran, lines
+
+
+def test_of_the_models_ties_the_closest_to_vllms_defaults_launches_first(tmp_path):
+    """Every prediction within 1 % of the others (one figure to the model): the first launch is the configuration
+    that moves the fewest settings from vLLM's, here max_num_seqs nearest 128; without a count, the top figure."""
+    flat = FakeModel(bias=lambda c: 20.0 / truth(c) - 1.0 + 0.01 * (c.max_num_seqs or 8) / 1024)
+
+    def moved(c: ServeConfig) -> int:
+        return abs((c.max_num_seqs or 128).bit_length() - 8)
+
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    study, _, lines = run(tmp_path / "a", flat, trials=2, departures=moved)
+    first = sorted(results_of(study), key=lambda r: r.number)[1].config
+    sampled = [c for c in sample_space(SCTX, 60, 0) if not c.speculative_method]
+    assert moved(first) == min(moved(c) for c in sampled) < max(moved(c) for c in sampled)
+    assert any(f"({moved(first)} engine settings off vLLM's defaults)" in line for line in lines), lines
+    study, _, _ = run(tmp_path / "b", flat, trials=2)
+    top = sorted(results_of(study), key=lambda r: r.number)[1].config
+    assert top.max_num_seqs == max(c.max_num_seqs or 0 for c in sampled) != first.max_num_seqs
 
 
 def test_launches_the_top_prediction_then_each_unseen_family_then_stops_within_the_error(tmp_path):

@@ -9,6 +9,7 @@ trial of its own (a fresh simulated server, its own prompts), with the requests 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from perfmodel.protocol import ShortLevelSearch
 from perfmodel.rank import Calibration, Candidate, Prediction, calibrate, rank
 from perfmodel.traffic import Demand
 from tuner.budget.kv_budget import estimate_budget
+from tuner.search.departures import Departures, departures, no_departures, with_vllms_defaults
 from tuner.search.space import suggest_config
 from tuner.trial.capacity import MIN_LEVEL_FLOOR, MeasurePlan
 from tuner.trial.context import spec_of
@@ -38,10 +40,12 @@ REFIT_EVALUATIONS = 80  # a refit after a launch starts from the previous costs 
 class Model:
     """What the guided search asks of perfmodel (tests inject a fake): ``calibrate(measured, previous)``
     fits the family of ``measured[0]`` (vLLM's defaults) to every measured trial; ``rank(configs, cal)``
-    predicts the configurations whose KV budget is feasible, best first, unpredictable ones last."""
+    predicts the configurations whose KV budget is feasible, best first, unpredictable ones last;
+    ``departures(config)``: how many engine settings it moves from vLLM's defaults (tuner.search.departures)."""
 
     calibrate: Callable[[Sequence[TrialResult], Calibration | None], Calibration]
     rank: Callable[[Sequence[ServeConfig], Calibration], list[Prediction]]
+    departures: Departures = no_departures
 
 
 def short_levels(plan: MeasurePlan) -> ShortLevelSearch:
@@ -133,4 +137,16 @@ def perf_model(ctx: TrialContext) -> Model:
         found = [candidate(c, ctx) for c in configs]
         return rank([c for c in found if c is not None], cal, demand, workers=None)
 
-    return Model(fit, ranked)
+    return Model(fit, ranked, departures_of(ctx))
+
+
+def departures_of(ctx: TrialContext) -> Departures:
+    """``departures`` on the engines the KV budget resolves for ``ctx`` (vLLM's defaults for its GPU and model);
+    a configuration whose engine, or whose defaults' engine, cannot launch counts 0 (it is never launched)."""
+
+    @functools.lru_cache(maxsize=4096)
+    def moved(config: ServeConfig) -> int:
+        mine, vllms = candidate(config, ctx), candidate(with_vllms_defaults(config), ctx)
+        return 0 if mine is None or vllms is None else departures(config, mine.engine, vllms.engine)
+
+    return moved

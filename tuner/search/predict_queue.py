@@ -1,14 +1,16 @@
 """What ``tune --predict`` has left to launch (tuner.search.predict_search): the trusted predictions best first, one
 configuration per kind of engine family the model has not calibrated, and the best prediction whose rate fills
-max_num_seqs; and when launching more cannot pay (the model's demonstrated error)."""
+max_num_seqs; and when launching more cannot pay (the model's demonstrated error). Of the configurations the model
+cannot tell apart, the one closest to vLLM's defaults goes first (tuner.search.departures)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from perfmodel.rank import Prediction
+from tuner.search.departures import Departures, closest_to_defaults, no_departures
 from tuner.search.refine import kind as _kind
 
 if TYPE_CHECKING:
@@ -38,49 +40,63 @@ def converged(best_measured: float | None, left: Sequence[Prediction], error: fl
 class Queue:
     """What is left to launch: predicted configurations best first, and one configuration per kind of engine
     family not calibrated (weights, speculative method, TP, KV dtype: the number of speculative tokens not told
-    apart)."""
+    apart). ``moved`` counts a configuration's departures from vLLM's defaults: the first trusted prediction and
+    each family's launch are the closest to them among the model's ties."""
 
     predicted: tuple[Prediction, ...]
     unseen: tuple[Prediction, ...]
+    moved: Departures = field(default=no_departures, compare=False)
 
     @classmethod
-    def of(cls, ranked: Sequence[Prediction], launched: set[ServeConfig]) -> Queue:
+    def of(cls, ranked: Sequence[Prediction], launched: set[ServeConfig], moved: Departures = no_departures) -> Queue:
         """``launched``: the study's configurations so far; a kind of family one of them measured already (a
         --resume after its launch) gets no second launch."""
         left = [p for p in ranked if p.config not in launched]
         measured = {_kind(c) for c in launched}
-        unseen: dict[tuple[str, str, int, str], Prediction] = {}
+        kinds: dict[tuple[str, str, int, str], list[Prediction]] = {}
         for p in left:  # one per weights, speculative method (any number of tokens), TP and KV dtype
             if p.capacity_req_s is None and _kind(p.config) not in measured:
-                unseen.setdefault(_kind(p.config), p)
+                kinds.setdefault(_kind(p.config), []).append(p)
+        unseen = [closest_to_defaults(ps, moved, _scaled) for ps in kinds.values()]
         bound = [p for p in left if p.capacity_req_s is not None and p.seq_bound is not None][:1]
-        return cls(_trusted(left), (*unseen.values(), *bound))
+        return cls(_trusted(left), (*(p for p in unseen if p), *bound), moved)
 
     def next(self, launched_predicted: int, stop: str | None) -> Prediction | None:
         """The top prediction first, then each uncalibrated family and the best seq-bound prediction once, then
         predictions until ``stop``."""
         if self.predicted and launched_predicted == 0:
-            return self.predicted[0]
+            return self._trusted_pick()
         if self.unseen:
             return self.unseen[0]
-        return self.predicted[0] if self.predicted and stop is None else None
+        return self._trusted_pick() if stop is None else None
 
     def beating(self, best_measured: float | None) -> Queue:
         """Without the seq-bound predictions that do not beat ``best_measured``: they are upper bounds."""
         if best_measured is None:
             return self
         keep = tuple(p for p in self.unseen if p.seq_bound is None or (p.capacity_req_s or 0.0) > best_measured)
-        return Queue(self.predicted, keep)
+        return Queue(self.predicted, keep, self.moved)
 
     def reranked(self, again: Sequence[Prediction]) -> Queue:
         """After a refit: ``again``, the best predictions left predicted anew, replace them; one whose rate now
         fills max_num_seqs leaves the trusted ones."""
-        return Queue((*_trusted(again), *self.predicted[len(again) :]), self.unseen)
+        return Queue((*_trusted(again), *self.predicted[len(again) :]), self.unseen, self.moved)
 
     def without(self, config: ServeConfig) -> Queue:
-        return Queue(
-            tuple(p for p in self.predicted if p.config != config), tuple(p for p in self.unseen if p.config != config)
-        )
+        predicted = tuple(p for p in self.predicted if p.config != config)
+        return Queue(predicted, tuple(p for p in self.unseen if p.config != config), self.moved)
+
+    def _trusted_pick(self) -> Prediction | None:
+        """The closest to vLLM's defaults of the predictions the model cannot tell from the best."""
+        return closest_to_defaults(self.predicted, self.moved, _capacity)
+
+
+def _capacity(p: Prediction) -> float | None:
+    return p.capacity_req_s
+
+
+def _scaled(p: Prediction) -> float | None:
+    return p.scaled_req_s
 
 
 def _trusted(preds: Sequence[Prediction]) -> tuple[Prediction, ...]:

@@ -129,7 +129,7 @@ def guided_search(
     ranked = _first_ranking(model, cal, list(configs), say)
     if widen is not None:
         ranked, configs = widen(cal, ranked, configs)
-    queue = Queue.of(ranked, launched)
+    queue = Queue.of(ranked, launched, model.departures)
     done_predicted = sum(1 for r in results_of(study) if r.predicted and r.predicted.capacity_req_s is not None)
     durations: list[float] = []
     while len(finished(study)) < total:
@@ -145,7 +145,7 @@ def guided_search(
             say(f"--predict: {why}: no new trial starts (resume to continue)")
             break
         study.enqueue_trial(configs[pick.config], user_attrs={PREDICTED_ATTR: prediction_attr(pick)})
-        say(f"--predict: launching {_what(pick)}: {_knobs(pick)}")
+        say(f"--predict: launching {_what(pick, model.departures(pick.config))}: {_knobs(pick)}")
         t0, before = time.monotonic(), len(finished(study))
         ran += run_until(before + 1)
         durations.append(time.monotonic() - t0)
@@ -180,11 +180,12 @@ def _calibrated(study: optuna.Study, model: Model, base: TrialResult) -> tuple[C
     return cal, [base, *(r for r in results_of(study) if r.number in cal.trials and r.number != base.number)]
 
 
-def _what(pick: Prediction) -> str:
-    """A launch's prediction as its progress line says it."""
+def _what(pick: Prediction, moved: int) -> str:
+    """A launch's prediction as its progress line says it, and how many engine settings it moves from vLLM's."""
+    off = f"{moved} engine setting{'s' if moved != 1 else ''} off vLLM's defaults"
     if pick.capacity_req_s is None:
-        return f"not predicted: {pick.unseen}"
-    return f"predicted {pick.capacity_req_s:.3f} req/s" + (f" ({pick.seq_bound})" if pick.seq_bound else "")
+        return f"not predicted ({off}): {pick.unseen}"
+    return f"predicted {pick.capacity_req_s:.3f} req/s ({off})" + (f" ({pick.seq_bound})" if pick.seq_bound else "")
 
 
 def _no_time(budget: TimeBudget, launches: Sequence[float]) -> str | None:
