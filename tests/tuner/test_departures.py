@@ -56,8 +56,17 @@ def test_vllms_own_values_spelled_out_move_nothing(moved):
         ({"enable_chunked_prefill": False, "max_num_batched_tokens": 8192}, 1),
         ({"max_model_len": 1280}, 1),
         # run e's fp8 launch, and the A30 grid's best beside it (the same batch limits, vLLM's chunking and caching)
-        ({"max_num_seqs": 512, "kv_cache_dtype": "fp8", "enable_chunked_prefill": False,
-          "enable_prefix_caching": False, "max_num_batched_tokens": 2048, "max_model_len": 1280}, 5),
+        (
+            {
+                "max_num_seqs": 512,
+                "kv_cache_dtype": "fp8",
+                "enable_chunked_prefill": False,
+                "enable_prefix_caching": False,
+                "max_num_batched_tokens": 2048,
+                "max_model_len": 1280,
+            },
+            5,
+        ),
         ({"max_num_seqs": 512, "kv_cache_dtype": "fp8", "max_model_len": 1280}, 3),  # fmt: skip
     ],
 )
@@ -91,6 +100,7 @@ def test_a_prediction_the_model_resolves_as_better_is_not_traded_for_fewer_depar
 
 def test_an_uncalibrated_kv_dtype_launches_the_closest_of_its_bytes_scaled_ties():
     """Run e's case: fp8 unchunked without prefix caching ranked 0.2 % above fp8 with vLLM's chunking and caching."""
+
     def fp8(scaled, **knobs):
         return Prediction(cfg(kv_cache_dtype="fp8", **knobs), None, None, None, unseen="fp8 not calibrated",
                           scaled_req_s=scaled)  # fmt: skip
