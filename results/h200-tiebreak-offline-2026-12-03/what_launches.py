@@ -32,9 +32,11 @@ KNOBS = ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_bat
 
 def line(p: Prediction, moved: int) -> str:
     figure = p.capacity_req_s if p.capacity_req_s is not None else p.scaled_req_s
-    kind = "predicted" if p.capacity_req_s is not None else "bytes-scaled"
+    kind = "predicted" if p.capacity_req_s is not None else "bytes-scaled" if figure is not None else "not predicted"
     knobs = " ".join(f"{k}={getattr(p.config, k)}" for k in KNOBS)
-    return f"{kind} {figure:.3f} req/s, {moved} off vLLM's defaults: {knobs}"
+    knobs += f" speculative_method={p.config.speculative_method}" if p.config.speculative_method else ""
+    rate = f" {figure:.3f} req/s" if figure is not None else ""
+    return f"{kind}{rate}, {moved} off vLLM's defaults: {knobs}"
 
 
 def main() -> None:
@@ -59,7 +61,9 @@ def main() -> None:
     print("== the ties: predictions within the model's resolution of each family's best")
     for fam in ("auto", "fp8"):
         preds = [p for p in ranked if (p.config.kv_cache_dtype or "auto") == fam and p.seq_bound is None]
-        figures = [(p.capacity_req_s or p.scaled_req_s or 0.0, p) for p in preds]
+        figures = [(p.capacity_req_s or p.scaled_req_s or 0.0, p) for p in preds if not p.config.speculative_method]
+        if not figures:
+            continue
         top = max(f for f, _ in figures)
         for f, p in sorted(figures, key=lambda x: -x[0]):
             if f >= top * (1 - UNRESOLVED):

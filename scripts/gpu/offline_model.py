@@ -34,7 +34,8 @@ def study_model(study: Path, scratch: Path) -> tuple[Any, Any, Any]:
     settings = replace(settings, out=str(scratch), resume=False, emulate_on=doc["gpu"]["emulated_on"])
     version = doc["vllm"]["version"]
     help_text = (ROOT / "tests" / "launch" / "data" / f"help-options-{version}.txt").read_text()
-    info = VllmInfo.from_help_text(help_text, python=doc["vllm"]["python"], version=version, platform="cuda")
+    platform = "cpu" if settings.gpu == "cpu" else "cuda"  # a CPU study (vLLM-CPU) as well as the H200's
+    info = VllmInfo.from_help_text(help_text, python=doc["vllm"]["python"], version=version, platform=platform)
     inp = load_inputs(settings, vllm=info)
     ctx = trial_context(inp, scratch / "logs")
     return inp, ctx, perf_model(ctx)
