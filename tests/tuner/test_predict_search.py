@@ -12,7 +12,6 @@ from perfmodel.costs import Costs
 from perfmodel.family import family_of
 from perfmodel.rank import Calibration, Prediction
 from tuner.search.predict_model import Model, sample_space
-from tuner.search.predict_queue import Queue, converged
 from tuner.search.predict_search import CALIBRATION_ATTR, PREDICTED_ATTR, run_predicted
 from tuner.search.predict_stop import STOPPED_ATTR
 from tuner.search.space import SpaceContext, suggest_config
@@ -145,50 +144,6 @@ def test_defaults_without_capacity_leave_the_search_unguided(tmp_path):
     assert not any(PREDICTED_ATTR in r.extra for r in results_of(study))
 
 
-def pred(cap, name="m", spec=None):
-    return Prediction(
-        ServeConfig(model=f"/{name}", max_num_seqs=int(cap * 10), speculative_method=spec), cap, cap, None
-    )
-
-
-def test_converged_needs_a_shown_error_and_a_best_measured():
-    left = [pred(11.0)]
-    assert converged(None, left, 0.1) is None
-    assert converged(10.0, left, None) is None  # no launch has shown the model's error yet
-    assert converged(10.0, left, 0.05) is None  # 11 > 10 × 1.05: worth a launch
-    assert "within the model's demonstrated error (10.0 %)" in converged(10.0, left, 0.1)
-    assert "every predicted configuration" in converged(10.0, [], None)
-    assert converged(10.0, left, 0.3) is None  # over TRUSTED_ERROR: the model does not stop the search
-
-
-def test_queue_order_one_per_unseen_family():
-    unseen = [
-        Prediction(ServeConfig(model="/m", speculative_method="ngram", max_num_seqs=s), None, None, None, unseen=u)
-        for s, u in ((8, "engine family ngram:1 was not calibrated"), (16, "engine family ngram:1 was not calibrated"))
-    ]
-    q = Queue.of([pred(3.0), pred(2.0), *unseen], launched={pred(3.0).config})
-    assert [p.capacity_req_s for p in q.predicted] == [2.0] and len(q.unseen) == 1
-    assert q.next(0, None) == q.predicted[0]
-    assert q.next(1, "converged") == q.unseen[0]
-    assert q.without(q.unseen[0].config).next(1, "converged") is None
-    assert q.without(q.unseen[0].config).next(1, None) == q.predicted[0]
-
-
-def test_queue_launches_one_fp8_kv_configuration_as_its_own_family():
-    fp8 = [ServeConfig(model="/m", kv_cache_dtype="fp8", max_num_seqs=s) for s in (128, 512)]
-    unseen = [Prediction(c, None, None, None, unseen="engine family m, KV fp8 was not calibrated") for c in fp8]
-    q = Queue.of([pred(3.0), *unseen], launched={BASE})
-    assert [p.config for p in q.unseen] == [fp8[0]]  # one of the two: the KV dtype is the family's kind
-    assert Queue.of([pred(3.0), *unseen], launched={BASE, fp8[1]}).unseen == ()  # one already measured
-
-
-def test_queue_skips_an_unseen_family_the_study_already_measured():
-    ngram = [ServeConfig(model="/m", speculative_method="ngram", num_speculative_tokens=k) for k in (4, 5)]
-    unseen = [Prediction(c, None, None, None, unseen="engine family not calibrated") for c in ngram]
-    q = Queue.of([pred(3.0), *unseen[:1]], launched={BASE, ngram[1]})  # ngram:5 measured before a --resume
-    assert q.unseen == () and q.next(1, None) == q.predicted[0]
-
-
 def test_a_resumed_search_launches_each_unseen_family_once(tmp_path):
     # on the H200 (results/h200-llama-3-8b-a30-predict) a --resume after the ngram trial launched another ngram one
     fake = FakeModel(bias=lambda c: 0.5)  # never trusted to stop: every launch up to --trials
@@ -230,7 +185,6 @@ def test_no_launch_starts_when_a_measurement_no_longer_fits_the_time_budget(tmp_
 
 def test_a_resumed_call_judges_its_first_launch_by_the_studys_launches(tmp_path):
     # a measurement (60 s) fits in the 140 s left, but a launch (start and measurement: 150 s here) does not
-    from dataclasses import replace
 
     from tuner.trial.scheduler import Scheduler
     from tuner.trial.time_budget import TimeBudget
@@ -318,18 +272,6 @@ def test_sample_space_draws_distinct_configs_that_the_params_reproduce():
 
 
 # ---- what the files say -------------------------------------------------------------------------------------
-
-
-def test_queue_measures_the_best_seq_bound_prediction_once_and_never_stops_on_it():
-    bound = [replace(pred(c), seq_bound="it runs all max_num_seqs") for c in (9.0, 8.0)]
-    q = Queue.of([*bound, pred(3.0), pred(2.0)], launched={BASE})
-    assert [p.capacity_req_s for p in q.predicted] == [3.0, 2.0]  # trusted only: the stop rule sees 3.0, not 9.0
-    assert [p.capacity_req_s for p in q.unseen] == [9.0]  # the best bound one, once
-    assert q.next(0, None) == q.predicted[0] and q.next(1, "converged") == bound[0]
-    assert "within" in converged(2.9, q.predicted, 0.1)  # 9.0 left does not keep the search going
-    assert q.beating(8.9).unseen == q.unseen and q.beating(9.0).unseen == ()  # an upper bound that cannot win
-    again = q.reranked([replace(pred(3.0), seq_bound="now it fills max_num_seqs")])
-    assert [p.capacity_req_s for p in again.predicted] == [2.0]  # a refit that finds the cap drops it from trust
 
 
 def test_a_resumed_call_after_the_search_stopped_itself_ranks_nothing_until_a_trial_or_the_sample_changes(tmp_path):
