@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,7 +23,7 @@ from tuner.search.study_identity import check_same_study, study_defines
 from tuner.settings.tune_settings import TuneSettings
 from tuner.study_outputs import StudyOutputs
 from tuner.trial.context import CPU_SERVER_NICE, TrialContext
-from tuner.trial.result import TrialResult
+from tuner.trial.result import PREDICTED, Predicted, TrialResult
 from tuner.trial.scheduler import Scheduler
 from tuner.trial.time_budget import TimeBudget
 
@@ -159,7 +159,21 @@ def trial_job(
         config = base if baseline else suggest_config(trial, sctx)
         say = functools.partial(progress.say, trial=trial.number)
         say(("baseline (vLLM defaults)" if baseline else "config ") + str(config.knobs()))
+        ctx = seeded_context(tctx, trial.user_attrs, say)
         with tctx.rules.placed(config.gpus, device) as where:
-            return run(trial.number, config, baseline, tctx, say, device=where)
+            return run(trial.number, config, baseline, ctx, say, device=where)
 
     return run_one
+
+
+def seeded_context(tctx: TrialContext, attrs: dict[str, Any], say: Callable[[str], None]) -> TrialContext:
+    """The trial's context: its levels bracket the capacity perfmodel predicted for it (tune --predict enqueued
+    it with one: tuner.trial.capacity, the seeded search), else the run's own."""
+    stored = attrs.get(PREDICTED)
+    expected = Predicted.from_dict(stored).capacity_req_s if stored else None
+    if expected is None:
+        return tctx
+    plan = replace(tctx.plan, expected_req_s=expected)
+    low, high = (1 - plan.expected_margin) * expected, (1 + plan.expected_margin / 2) * expected
+    say(f"levels seeded by the prediction: {low:.2f} and {high:.2f} req/s first ({expected:.3f} predicted)")
+    return replace(tctx, plan=plan)

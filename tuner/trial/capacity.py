@@ -11,7 +11,9 @@ win stops here);
 (2) a low-rate level checks the SLO can hold at all (if not: infeasible, stop); (3) a level just above
 the saturation estimate, widened ×1.5 while it still passes (the probe's fixed concurrency can
 underestimate capacity); (4) bisection on the Poisson rate between the highest passing and the lowest
-failing rate.
+failing rate. With a predicted capacity (``MeasurePlan.expected_req_s``, tune --predict) steps (2) and (3) are
+levels just below and above the prediction instead, and the bisection stops at the precision the unseeded
+search reaches; a prediction the lower level misses falls back to the low level.
 """
 
 from __future__ import annotations
@@ -58,6 +60,12 @@ class MeasurePlan:
     level_max_s: float = 120.0
     # the certifying soak (tuner.certify.certification): seconds a fresh server is held at the stated rate; 0: no soak
     soak_s: float = 180.0
+    # a predicted capacity (tune --predict: this trial's): the first levels bracket it at (1 - margin) and
+    # (1 + margin / 2) times it (the model errs high more often than low), and the bisection ends once the
+    # bracket is within seeded_precision (4 unseeded steps from a 1.5x bracket end near 3 %); None: unseeded
+    expected_req_s: float | None = None
+    expected_margin: float = 0.15
+    seeded_precision: float = 0.035
 
     def level_requests(self, rate: float) -> int:
         n = max(self.min_level_requests, round(rate * self.level_duration_s))
@@ -160,8 +168,13 @@ def capacity_search(
 
 
 def _bracket_and_bisect(level: Callable[..., bool], saturation: float, plan: MeasurePlan) -> None:
-    """The rates the search measures: a low level, an upper one widened while it holds, then bisection."""
-    lo = plan.low_rate_fraction * saturation
+    """The rates the search measures: a low level, an upper one widened while it holds, then bisection; from a
+    predicted capacity, the seeded bracket and its bisection instead (_seeded)."""
+    low = plan.low_rate_fraction * saturation
+    if plan.expected_req_s and (1 - plan.expected_margin) * plan.expected_req_s > low:
+        _seeded(level, low, plan.expected_req_s, plan)
+        return
+    lo = low
     # measured in full: if it misses, how far it misses is what the sampler learns from
     if not level(lo, may_abandon=False):  # the SLO does not hold even at low load: nothing to search
         return
@@ -174,6 +187,34 @@ def _bracket_and_bisect(level: Callable[..., bool], saturation: float, plan: Mea
         hi *= 1.5
         expansions += 1
     for _ in range(plan.bisection_steps):
+        mid = (lo + hi) / 2
+        if level(mid):
+            lo = mid
+        else:
+            hi = mid
+
+
+def _seeded(level: Callable[..., bool], low: float, expected: float, plan: MeasurePlan) -> None:
+    """Levels around a predicted capacity: one below it (if it misses, the low level and it bracket the edge;
+    if the low level misses too, nothing holds), one above it widened while it holds, then bisection until the
+    bracket is within ``plan.seeded_precision`` or ``plan.bisection_steps`` are spent."""
+    lo = (1 - plan.expected_margin) * expected
+    if not level(lo):
+        lo, hi = low, lo
+        if not level(lo, may_abandon=False):
+            return
+    else:
+        hi = (1 + plan.expected_margin / 2) * expected
+        expansions = 0
+        while level(hi):
+            lo = hi
+            if expansions == plan.max_expansions:
+                return
+            hi *= 1.5
+            expansions += 1
+    for _ in range(plan.bisection_steps):
+        if hi / lo - 1 <= plan.seeded_precision:
+            return
         mid = (lo + hi) / 2
         if level(mid):
             lo = mid
