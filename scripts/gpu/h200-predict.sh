@@ -71,7 +71,7 @@ tune() {  # SOAK_S: one tune call, resumed when the study is there, stopped by S
   for f in trials.csv best.json launch.sh report.html; do [ -f "$out/$f" ] && cp "$out/$f" "$keep/"; done
 }
 searched() {  # the search is over: TRIALS trials finished, or --predict said no more launches
-  grep -q -- "--predict: no more launches" /tmp/tune-predict.log && return 0
+  grep -q -e "--predict: no more launches" -e "--predict: the search stopped on these" /tmp/tune-predict.log && return 0
   python3 -c "import sys
 from tuner.search.study import finished, open_study
 s = open_study('sqlite:///$PWD/$out/study.db', resume=True, seed=0, must_exist=True)
