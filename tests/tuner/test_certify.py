@@ -255,3 +255,13 @@ def test_a_missed_soak_says_where_vllms_first_tokens_waited():
     held = replace(soak(9.0, True), report=ReportSummary(server=server))
     assert "vLLM's mean TTFT" not in held.line()
     assert Soak.from_dict(json.loads(json.dumps(missed.to_dict()))).report.server == server
+
+
+def test_a_seeded_search_steps_down_to_half_its_estimate():
+    """tune --predict's seeded levels: 37.34 held, 47.23 missed, 42.29 held, 44.76 missed (vLLM-CPU, 2026-12-03).
+    The lowest held level is near the edge, so soaks may step below it, down to half the estimate."""
+    rates = ((37.34, True), (47.23, False), (42.29, True), (44.76, False))
+    levels = tuple(Level("rate", r, None, ok, 0.0, 0.0) for r, ok in rates)
+    seeded = replace(trial(3, 42.29), levels=levels)
+    assert floor_rate(seeded) == 42.29 / 2
+    assert floor_rate(trial(1, 10.0)) == 5.0  # an unseeded search: its lowest held level, as before

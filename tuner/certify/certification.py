@@ -1,17 +1,17 @@
 """Certify a capacity: hold a fresh server at the stated rate for minutes; step down until it holds.
 
-The capacity search brackets the edge with levels that last several request lifetimes; a level is still
-short, and the best of many short levels is biased upwards. A certified rate is one a fresh server held
-for ``soak_s`` (default 2 min on the CPU, 3 on a GPU) with every SLO met over the whole soak and over its
-last half, and no growing queue (loadtest.steady). Where a soak misses, the rate steps down by ``STEP``
-and a fresh server soaks again (one that a missed soak overloaded can stay slower for minutes:
-docs/certification.md), down to the lowest rate the search saw hold, or, when the server completed fewer
-requests per second than that, to STEP below what it completed (a search estimate twice too high then costs
-one soak, not seven). Once a soak held, the rate between it and the lowest missed one is bisected while they
-are more than a step apart, so the certified rate is not far below what holds either. A soak that missed
-while other processes took a notable share of the host's cores is held once more at its rate. The rate that
-certifies is then held once more on another fresh server; where that misses, the stepping goes on below it
-(tuner.certify.confirming: the rules, SERVERS).
+The capacity search brackets the edge with levels that last several request lifetimes; a level is still short,
+and the best of many short levels is biased upwards. A certified rate is one a fresh server held for ``soak_s``
+(default 2 min on the CPU, 3 on a GPU) with every SLO met over the whole soak and over its last half, and no
+growing queue (loadtest.steady). Where a soak misses, the rate steps down by ``STEP`` and a fresh server soaks
+again (one that a missed soak overloaded can stay slower for minutes: docs/certification.md), down to the lowest
+rate the search saw hold (or half its estimate), or, when the server completed fewer requests per second than
+that, to STEP below what it completed (a search estimate twice too high then costs one soak, not seven). Once a
+soak held, the rate between it and the lowest missed one is bisected while they are more than a step apart, so
+the certified rate is not far below what holds either. A soak that missed while other processes took a notable
+share of the host's cores is held once more at its rate. The rate that certifies is then held once more on
+another fresh server; where that misses, the stepping goes on below it (tuner.certify.confirming: the rules,
+SERVERS).
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def certify(
     keep: KeepSoaks = lambda _s: None,
 ) -> Certification:
     """Soak a fresh server (``serve()``) at ``estimate``; step down by STEP while a soak misses, to no lower
-    than ``floor`` (the lowest rate the search saw hold) and at most MAX_SOAKS times. ``first``: the first
+    than ``floor`` (tuner.certify.certified.floor_rate) and at most MAX_SOAKS times. ``first``: the first
     soak's rate where it is not the estimate (a speculating winner's twin starts at the rate it must beat).
     ``prior``: the soaks of an interrupted certification, gone on from on a fresh server; ``keep`` is given the
     soaks after each one, so that an interruption loses at most the soak it cut."""

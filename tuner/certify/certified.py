@@ -62,9 +62,12 @@ def to_certify(summary: Summary, whom: str = "all") -> list[TrialResult]:
 
 
 def floor_rate(trial: TrialResult) -> float:
-    """The lowest rate the search saw hold for this trial: soaks step down no further."""
+    """Where soaks stop stepping down: the lowest rate the search saw hold for this trial, or half its estimate
+    when that is lower. A search seeded by a prediction (tuner.trial.capacity) sees nothing hold far below the
+    edge, and its lowest held level (0.85 x the prediction) once ended a certification after one missed soak."""
+    half = (trial.best_rate or 0.0) / 2
     held = [lv.rate for lv in trial.levels if lv.kind == "rate" and lv.passed and lv.rate]
-    return min(held) if held else (trial.best_rate or 0.0) / 2
+    return min([*held, half]) if held else half
 
 
 # soaks one trial (the trial, its first rate, the soaks of its interrupted certification, where to keep new soaks)
