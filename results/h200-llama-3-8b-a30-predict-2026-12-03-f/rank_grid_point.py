@@ -31,7 +31,7 @@ def main() -> None:
     print(f"calibrated on run f's defaults (trial 0, measured {results[0].best_rate:.3f}); family {cal.family}")
     configs = {
         f"trial 1 (256 x 512, auto KV), measured {results[1].best_rate:.3f}": results[1].config,
-        f"trial 2 (fp8, 256 x 512, gmu 0.85, max_model_len 5120), measured {results[2].best_rate:.3f}": results[2].config,
+        f"trial 2 (fp8, 256 x 512, gmu 0.85, len 5120), measured {results[2].best_rate:.3f}": results[2].config,
         "the A30 grid's best (512 seqs, fp8, the rest vLLM's defaults)": replace(
             base_config(inp), max_num_seqs=512, kv_cache_dtype="fp8"
         ),
