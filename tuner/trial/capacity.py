@@ -169,51 +169,48 @@ def capacity_search(
 
 def _bracket_and_bisect(level: Callable[..., bool], saturation: float, plan: MeasurePlan) -> None:
     """The rates the search measures: a low level, an upper one widened while it holds, then bisection; from a
-    predicted capacity, the seeded bracket and its bisection instead (_seeded)."""
+    predicted capacity, the seeded bracket (_seeded_bracket) and a bisection that ends at its precision."""
     low = plan.low_rate_fraction * saturation
     if plan.expected_req_s and (1 - plan.expected_margin) * plan.expected_req_s > low:
-        _seeded(level, low, plan.expected_req_s, plan)
-        return
-    lo = low
-    # measured in full: if it misses, how far it misses is what the sampler learns from
-    if not level(lo, may_abandon=False):  # the SLO does not hold even at low load: nothing to search
-        return
-    hi = plan.high_rate_factor * saturation
+        bracket = _seeded_bracket(level, low, plan.expected_req_s, plan)
+        precision = plan.seeded_precision
+    else:  # the low level is measured in full: if it misses, how far it misses is what the sampler learns from
+        holds = level(low, may_abandon=False)  # if not, the SLO does not hold even at low load: nothing to search
+        bracket = _widened(level, low, plan.high_rate_factor * saturation, plan) if holds else None
+        precision = 0.0
+    if bracket is not None:
+        _bisect(level, *bracket, plan.bisection_steps, precision)
+
+
+def _widened(level: Callable[..., bool], lo: float, hi: float, plan: MeasurePlan) -> tuple[float, float] | None:
+    """The bracket with its upper level widened x1.5 while it holds (the closed-loop probe can underestimate
+    capacity); None when ``plan.max_expansions`` are spent and it still holds (its last rate is the best)."""
     expansions = 0
-    while level(hi):  # the closed-loop probe can underestimate capacity: widen the bracket
+    while level(hi):
         lo = hi
         if expansions == plan.max_expansions:
-            return
+            return None
         hi *= 1.5
         expansions += 1
-    for _ in range(plan.bisection_steps):
-        mid = (lo + hi) / 2
-        if level(mid):
-            lo = mid
-        else:
-            hi = mid
+    return lo, hi
 
 
-def _seeded(level: Callable[..., bool], low: float, expected: float, plan: MeasurePlan) -> None:
-    """Levels around a predicted capacity: one below it (if it misses, the low level and it bracket the edge;
-    if the low level misses too, nothing holds), one above it widened while it holds, then bisection until the
-    bracket is within ``plan.seeded_precision`` or ``plan.bisection_steps`` are spent."""
+def _seeded_bracket(
+    level: Callable[..., bool], low: float, expected: float, plan: MeasurePlan
+) -> tuple[float, float] | None:
+    """Levels around a predicted capacity: one below it, then one above it widened while it holds. Where the one
+    below misses, the low level and it bracket the edge; where the low level misses too, nothing holds (None)."""
     lo = (1 - plan.expected_margin) * expected
-    if not level(lo):
-        lo, hi = low, lo
-        if not level(lo, may_abandon=False):
-            return
-    else:
-        hi = (1 + plan.expected_margin / 2) * expected
-        expansions = 0
-        while level(hi):
-            lo = hi
-            if expansions == plan.max_expansions:
-                return
-            hi *= 1.5
-            expansions += 1
-    for _ in range(plan.bisection_steps):
-        if hi / lo - 1 <= plan.seeded_precision:
+    if level(lo):
+        return _widened(level, lo, (1 + plan.expected_margin / 2) * expected, plan)
+    return (low, lo) if level(low, may_abandon=False) else None
+
+
+def _bisect(level: Callable[..., bool], lo: float, hi: float, steps: int, precision: float) -> None:
+    """Bisection on the rate between a held ``lo`` and a missed ``hi``, for ``steps`` levels or until the bracket
+    is within ``precision`` (relative; 0: every step)."""
+    for _ in range(steps):
+        if hi / lo - 1 <= precision:
             return
         mid = (lo + hi) / 2
         if level(mid):
