@@ -174,6 +174,6 @@ def seeded_context(tctx: TrialContext, attrs: dict[str, Any], say: Callable[[str
     if expected is None:
         return tctx
     plan = replace(tctx.plan, expected_req_s=expected)
-    low, high = (1 - plan.expected_margin) * expected, (1 + plan.expected_margin / 2) * expected
-    say(f"levels seeded by the prediction: {low:.2f} and {high:.2f} req/s first ({expected:.3f} predicted)")
+    below, above = plan.seed_rates() or (expected, expected)
+    say(f"levels seeded by the prediction: {below:.2f} and {above:.2f} req/s first ({expected:.3f} predicted)")
     return replace(tctx, plan=plan)

@@ -65,9 +65,8 @@ def floor_rate(trial: TrialResult) -> float:
     """Where soaks stop stepping down: the lowest rate the search saw hold for this trial, or half its estimate
     when that is lower. A search seeded by a prediction (tuner.trial.capacity) sees nothing hold far below the
     edge, and its lowest held level (0.85 x the prediction) once ended a certification after one missed soak."""
-    half = (trial.best_rate or 0.0) / 2
     held = [lv.rate for lv in trial.levels if lv.kind == "rate" and lv.passed and lv.rate]
-    return min([*held, half]) if held else half
+    return min([*held, (trial.best_rate or 0.0) / 2])
 
 
 # soaks one trial (the trial, its first rate, the soaks of its interrupted certification, where to keep new soaks)

@@ -60,9 +60,8 @@ class MeasurePlan:
     level_max_s: float = 120.0
     # the certifying soak (tuner.certify.certification): seconds a fresh server is held at the stated rate; 0: no soak
     soak_s: float = 180.0
-    # a predicted capacity (tune --predict: this trial's): the first levels bracket it at (1 - margin) and
-    # (1 + margin / 2) times it (the model errs high more often than low), and the bisection ends once the
-    # bracket is within seeded_precision (4 unseeded steps from a 1.5x bracket end near 3 %); None: unseeded
+    # a predicted capacity (tune --predict: this trial's): the first levels bracket it (seed_rates), and the
+    # bisection ends once the bracket is within seeded_precision or bisection_steps are spent; None: unseeded
     expected_req_s: float | None = None
     expected_margin: float = 0.15
     seeded_precision: float = 0.035
@@ -71,6 +70,13 @@ class MeasurePlan:
         n = max(self.min_level_requests, round(rate * self.level_duration_s))
         n = min(n, max(MIN_LEVEL_FLOOR, round(rate * self.level_duration_s * self.max_level_stretch)))
         return min(self.max_level_requests, n)
+
+    def seed_rates(self) -> tuple[float, float] | None:
+        """The first two rate levels of a seeded search: (1 - margin) and (1 + margin / 2) times the predicted
+        capacity (the model errs high more often than low); None: the search is not seeded."""
+        if not self.expected_req_s:
+            return None
+        return (1 - self.expected_margin) * self.expected_req_s, (1 + self.expected_margin / 2) * self.expected_req_s
 
     def fitted(self, running: int | None) -> MeasurePlan:
         """The plan for a server that runs at most ``running`` sequences at once (its max_num_seqs, or fewer
@@ -171,8 +177,9 @@ def _bracket_and_bisect(level: Callable[..., bool], saturation: float, plan: Mea
     """The rates the search measures: a low level, an upper one widened while it holds, then bisection; from a
     predicted capacity, the seeded bracket (_seeded_bracket) and a bisection that ends at its precision."""
     low = plan.low_rate_fraction * saturation
-    if plan.expected_req_s and (1 - plan.expected_margin) * plan.expected_req_s > low:
-        bracket = _seeded_bracket(level, low, plan.expected_req_s, plan)
+    seeds = plan.seed_rates()
+    if seeds is not None and seeds[0] > low:
+        bracket = _seeded_bracket(level, low, seeds, plan)
         precision = plan.seeded_precision
     else:  # the low level is measured in full: if it misses, how far it misses is what the sampler learns from
         holds = level(low, may_abandon=False)  # if not, the SLO does not hold even at low load: nothing to search
@@ -196,14 +203,15 @@ def _widened(level: Callable[..., bool], lo: float, hi: float, plan: MeasurePlan
 
 
 def _seeded_bracket(
-    level: Callable[..., bool], low: float, expected: float, plan: MeasurePlan
+    level: Callable[..., bool], low: float, seeds: tuple[float, float], plan: MeasurePlan
 ) -> tuple[float, float] | None:
-    """Levels around a predicted capacity: one below it, then one above it widened while it holds. Where the one
-    below misses, the low level and it bracket the edge; where the low level misses too, nothing holds (None)."""
-    lo = (1 - plan.expected_margin) * expected
-    if level(lo):
-        return _widened(level, lo, (1 + plan.expected_margin / 2) * expected, plan)
-    return (low, lo) if level(low, may_abandon=False) else None
+    """Levels around a predicted capacity (``seeds``: below it, above it): the one below, then the one above widened
+    while it holds. Where the one below misses, the low level and it bracket the edge; where the low level misses
+    too, nothing holds (None)."""
+    below, above = seeds
+    if level(below):
+        return _widened(level, below, above, plan)
+    return (low, below) if level(low, may_abandon=False) else None
 
 
 def _bisect(level: Callable[..., bool], lo: float, hi: float, steps: int, precision: float) -> None:
