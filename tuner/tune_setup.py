@@ -168,12 +168,24 @@ def trial_job(
 
 def seeded_context(tctx: TrialContext, attrs: dict[str, Any], say: Callable[[str], None]) -> TrialContext:
     """The trial's context: its levels bracket the capacity perfmodel predicted for it (tune --predict enqueued
-    it with one: tuner.trial.capacity, the seeded search), else the run's own."""
+    it with one: tuner.trial.capacity, the seeded search); where tune --predict launched it unpredicted (an engine
+    family not calibrated), its first level is the best capacity so far; else the run's own."""
     stored = attrs.get(PREDICTED)
-    expected = Predicted.from_dict(stored).capacity_req_s if stored else None
-    if expected is None:
+    if not stored:
         return tctx
+    expected = Predicted.from_dict(stored).capacity_req_s
+    if expected is None:
+        return _challenged(tctx, say)
     plan = replace(tctx.plan, expected_req_s=expected)
     below, above = plan.seed_rates() or (expected, expected)
     say(f"levels seeded by the prediction: {below:.2f} and {above:.2f} req/s first ({expected:.3f} predicted)")
     return replace(tctx, plan=plan)
+
+
+def _challenged(tctx: TrialContext, say: Callable[[str], None]) -> TrialContext:
+    """An unpredicted launch has only to show it beats the best capacity so far (MeasurePlan.challenge_req_s)."""
+    best = tctx.best_capacity()
+    if best is None:
+        return tctx
+    say(f"not predicted: its first level is the best capacity so far, {best:.2f} req/s; a miss there ends it")
+    return replace(tctx, plan=replace(tctx.plan, challenge_req_s=best))

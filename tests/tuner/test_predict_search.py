@@ -17,7 +17,7 @@ from tuner.search.predict_stop import STOPPED_ATTR
 from tuner.search.space import SpaceContext, suggest_config
 from tuner.search.study import enqueue_first, open_study, results_of
 from tuner.settings.tune_settings import TuneSettings
-from tuner.trial.result import COMPLETE, TrialResult
+from tuner.trial.result import COMPLETE, PRUNED, TrialResult
 
 BASE = ServeConfig(model="/m")
 SCTX = SpaceContext(base=BASE, min_model_len=1000, model_max_len=4096, is_cpu=True)
@@ -309,3 +309,27 @@ def test_a_stop_recorded_on_other_trials_or_another_sample_does_not_hold(tmp_pat
     assert stopped_on(study, [0, 1, 2], sample_fingerprint([b, a])) == Stopped((0, 1, 2), both, "why")
     assert stopped_on(study, [0, 1, 2, 3], both) is None  # a trial since
     assert stopped_on(study, [0, 1, 2], sample_fingerprint([a])) is None  # another sample
+
+
+def test_an_unseen_family_pruned_at_the_best_so_far_is_neither_refitted_on_nor_fatal(tmp_path):
+    fake = FakeModel()
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", trials=10, predict=True, predict_sample=60)
+    study = open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    enqueue_first(study, [], baseline=True)
+    missed = "it missed 70.00 req/s, the best capacity so far, at its first level: it cannot win"
+
+    def run_one(trial, device):  # the speculative family's launch misses the best so far at its first level
+        r = fake_run_one(trial, device)
+        return (
+            replace(r, state=PRUNED, slo_met=False, best_rate=None, fail_reason=missed)
+            if r.config.speculative_method
+            else r
+        )
+
+    lines: list[str] = []
+    run_predicted(study, settings, SCTX, fake.model(), run_one, lambda st: None, lines.append)
+    pruned = [r for r in results_of(study) if r.state == PRUNED]
+    assert len(pruned) == 1 and pruned[0].config.speculative_method
+    assert any(f"trial {pruned[0].number}: PRUNED, {missed} (not refitted on)" in line for line in lines), lines
+    assert all(pruned[0].number not in trials for trials, _ in fake.fits)
+    assert any("no more launches" in line for line in lines)  # the search went on to its own stop

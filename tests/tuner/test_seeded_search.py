@@ -67,3 +67,29 @@ def test_an_unpredicted_trial_keeps_the_runs_plan():
     unseen = {PREDICTED: Predicted(None, unseen="engine family not calibrated").to_dict()}
     assert seeded_context(ctx, unseen, said.append) is ctx
     assert seeded_context(ctx, {}, said.append) is ctx and said == []
+
+
+def test_a_launch_that_misses_the_best_so_far_stops_at_its_first_level():
+    run_rate, run_probe, calls = server(capacity=100.0)  # the edge: 80 req/s
+    res = capacity_search(run_rate, run_probe, MeasurePlan(challenge_req_s=90.0), SLOS)
+    assert calls == [90.0] and not res.slo_met
+    assert res.abandoned.startswith("it missed 90.00 req/s, the best capacity so far") and "cannot win" in res.abandoned
+    assert res.closest is not None  # how far it missed stays in the trial
+
+
+def test_a_launch_that_holds_the_best_so_far_is_searched_upward_from_it():
+    run_rate, run_probe, _ = server(capacity=100.0)
+    res = capacity_search(run_rate, run_probe, MeasurePlan(challenge_req_s=60.0), SLOS)
+    rates = _rates(res)
+    assert rates[0] == 60.0 and min(rates) == 60.0  # no level below the rate it had to beat
+    assert res.abandoned is None and 74.0 <= res.best_rate < 80.0
+
+
+def test_an_unpredicted_launch_has_to_beat_the_best_so_far():
+    said: list[str] = []
+    ctx = replace(_ctx(), best_capacity=lambda: 64.628)
+    unseen = {PREDICTED: Predicted(None, unseen="engine family not calibrated").to_dict()}
+    challenged = seeded_context(ctx, unseen, said.append)
+    assert challenged.plan == replace(MeasurePlan(), challenge_req_s=64.628)
+    assert said == ["not predicted: its first level is the best capacity so far, 64.63 req/s; a miss there ends it"]
+    assert seeded_context(ctx, {}, said.append) is ctx  # an unguided trial (no --predict) is measured in full

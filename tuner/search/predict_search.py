@@ -84,7 +84,8 @@ def _refit(
     pred = new.predicted.capacity_req_s if new.predicted else None
     rate = measured_rate(new)
     if family_of(new.launched or new.config) != cal.family or new.state != TrialState.COMPLETE:
-        return cal, f"trial {new.number}: {new.state}, {rate or 0:.3f} req/s measured (not refitted on)"
+        what = f"{rate:.3f} req/s measured" if rate else (new.fail_reason or "no capacity measured")
+        return cal, f"trial {new.number}: {new.state}, {what} (not refitted on)"
     if not trusted:
         error = f", predicted {pred:.3f} ({100 * (pred / rate - 1):+.1f} %)" if pred and rate else ""
         return cal, f"trial {new.number}: measured {rate or 0:.3f} req/s{error}; it fills max_num_seqs: not refitted on"

@@ -13,7 +13,8 @@ the saturation estimate, widened ×1.5 while it still passes (the probe's fixed 
 underestimate capacity); (4) bisection on the Poisson rate between the highest passing and the lowest
 failing rate. With a predicted capacity (``MeasurePlan.expected_req_s``, tune --predict) steps (2) and (3) are
 levels just below and above the prediction instead, and the bisection stops at the precision the unseeded
-search reaches; a prediction the lower level misses falls back to the low level.
+search reaches; a prediction the lower level misses falls back to the low level. A launch that has only to beat
+the best capacity so far (``MeasurePlan.challenge_req_s``) measures that rate first and stops where it misses.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class MeasurePlan:
     expected_req_s: float | None = None
     expected_margin: float = 0.15
     seeded_precision: float = 0.035
+    # the best capacity measured so far, for a launch that has only to show it beats it (tune --predict: an engine
+    # family the model has not calibrated): its first level; a miss there ends the search (_challenged)
+    challenge_req_s: float | None = None
 
     def level_requests(self, rate: float) -> int:
         n = max(self.min_level_requests, round(rate * self.level_duration_s))
@@ -99,7 +103,7 @@ class CapacityResult:
     best: LoadReport | None
     closest: LoadReport | None  # the level nearest to meeting the SLO when none met it
     levels: tuple[Level, ...]
-    abandoned: str | None = None  # why the search stopped after the probe (the config cannot win)
+    abandoned: str | None = None  # why the search stopped short (the config cannot win)
 
     @property
     def slo_met(self) -> bool:
@@ -167,17 +171,20 @@ def capacity_search(
             closest = (excess, rep)
         return False
 
-    _bracket_and_bisect(level, saturation, plan)
+    abandoned = _bracket_and_bisect(level, saturation, plan)
     return CapacityResult(
-        saturation, best_rate, best, None if best else (closest[1] if closest else None), tuple(levels)
+        saturation, best_rate, best, None if best else (closest[1] if closest else None), tuple(levels), abandoned
     )
 
 
-def _bracket_and_bisect(level: Callable[..., bool], saturation: float, plan: MeasurePlan) -> None:
+def _bracket_and_bisect(level: Callable[..., bool], saturation: float, plan: MeasurePlan) -> str | None:
     """The rates the search measures: a low level, an upper one widened while it holds, then bisection; from a
-    predicted capacity, the seeded bracket (_seeded_bracket) and a bisection that ends at its precision."""
+    predicted capacity, the seeded bracket (_seeded_bracket) and a bisection that ends at its precision; against
+    the best capacity so far, _challenged. Returns why the search stopped short (the configuration cannot win)."""
     low = plan.low_rate_fraction * saturation
     seeds = plan.seed_rates()
+    if plan.challenge_req_s:
+        return _challenged(level, saturation, plan.challenge_req_s, plan)
     if seeds is not None and seeds[0] > low:
         bracket = _seeded_bracket(level, low, seeds, plan)
         precision = plan.seeded_precision
@@ -187,6 +194,19 @@ def _bracket_and_bisect(level: Callable[..., bool], saturation: float, plan: Mea
         precision = 0.0
     if bracket is not None:
         _bisect(level, *bracket, plan.bisection_steps, precision)
+    return None
+
+
+def _challenged(level: Callable[..., bool], saturation: float, rate: float, plan: MeasurePlan) -> str | None:
+    """A launch that has to beat ``rate``: that level first. A miss ends the search, since every later level would
+    lie below it and so would the estimate; a hold is the lower end of the bracket, searched upward as unseeded."""
+    if not level(rate):
+        missed = f"it missed {rate:.2f} req/s, the best capacity so far, at its first level"
+        return missed + ": it cannot win; not measured further"
+    bracket = _widened(level, rate, plan.high_rate_factor * max(saturation, rate), plan)
+    if bracket is not None:
+        _bisect(level, *bracket, plan.bisection_steps, 0.0)
+    return None
 
 
 def _widened(level: Callable[..., bool], lo: float, hi: float, plan: MeasurePlan) -> tuple[float, float] | None:

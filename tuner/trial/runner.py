@@ -161,7 +161,7 @@ def _verdict(measured: TrialResult, served: _Served, ctx: TrialContext, say: Cal
             constraint=math.inf,
         )
     if cap.abandoned:
-        say(f"pruned after the probe: {cap.abandoned}")
+        say(f"pruned: {cap.abandoned}")
         return replace(measured, state=TrialState.PRUNED, fail_reason=cap.abandoned, constraint=0.0)
     if cap.best is not None:
         return replace(
