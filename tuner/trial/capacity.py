@@ -181,10 +181,10 @@ def _bracket_and_bisect(level: Callable[..., bool], saturation: float, plan: Mea
     """The rates the search measures: a low level, an upper one widened while it holds, then bisection; from a
     predicted capacity, the seeded bracket (_seeded_bracket) and a bisection that ends at its precision; against
     the best capacity so far, _challenged. Returns why the search stopped short (the configuration cannot win)."""
-    low = plan.low_rate_fraction * saturation
-    seeds = plan.seed_rates()
     if plan.challenge_req_s:
         return _challenged(level, saturation, plan.challenge_req_s, plan)
+    low = plan.low_rate_fraction * saturation
+    seeds = plan.seed_rates()
     if seeds is not None and seeds[0] > low:
         bracket = _seeded_bracket(level, low, seeds, plan)
         precision = plan.seeded_precision
