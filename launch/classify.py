@@ -75,8 +75,10 @@ _RULES: tuple[tuple[str, str, str], ...] = (
         r"|quantization method \S+ is not supported for the current GPU"
         r"|Quantization scheme is not supported for the current GPU"
         r"|Cannot find the config file for \S+|does not match the quantization method"
-        r"|is not supported for quantization method|quantization method \S+ is deprecated",
-        "this vLLM / device cannot run that quantization: use another method or leave quantization unset",
+        r"|is not supported for quantization method|quantization method \S+ is deprecated"
+        r"|object has no attribute 'cpu_gemm_wna16'",
+        "this vLLM / device cannot run that quantization (vLLM-CPU has 4-bit kernels only with AVX-512): use "
+        "another method, leave quantization unset, or serve on a device that has the kernel",
     ),
     (
         "unsupported_model",

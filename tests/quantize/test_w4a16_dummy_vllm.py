@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from tests.quantize.conftest import needs_4bit_kernel
 from tuner.synthetic import write_model
 
 
 @pytest.mark.vllm
 @pytest.mark.long
-def test_vllm_cpu_serves_the_config_only_4bit_variant(tmp_path, vllm_completion) -> None:
+def test_vllm_cpu_serves_the_config_only_4bit_variant(tmp_path, vllm_completion, cpu_kernels) -> None:
+    needs_4bit_kernel(cpu_kernels)
     model = write_model(tmp_path / "tiny-w4a16", "llama-tiny", weights=False, w4a16=True)
     answer, log = vllm_completion(model, "--load-format", "dummy")
     assert answer["usage"]["completion_tokens"] == 8
