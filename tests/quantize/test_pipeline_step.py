@@ -12,7 +12,7 @@ from tuner.search.space import suggest_config
 from tuner.settings.tune_settings import resolve
 from tuner.tune_setup import base_config, space_context
 
-pytestmark = [pytest.mark.quantize, pytest.mark.long]
+pytestmark = [pytest.mark.quantize, pytest.mark.long, pytest.mark.vllm]
 
 
 def test_quantize_first_then_search_both_variants(
