@@ -9,12 +9,19 @@ from collections.abc import Callable, Iterator
 
 from launch.config import ServeConfig
 from loadtest.runner import run_load
+from loadtest.spec import LoadSpec
+from loadtest.steady import MIN_LIFETIMES
 from tuner.certify.certification import Certification, KeepSoaks, Soak, certify, soak_of
 from tuner.trial.capacity import MIN_LEVEL_FLOOR
 from tuner.trial.context import TrialContext, launched_config, launcher_of, load_spec
 from tuner.trial.launcher import Server
 
 SOAK_SEED = 7919  # soaks draw other prompts and arrivals than the search's levels
+# a soak goes on past its seconds until it has lasted this many mean request lifetimes (the judgement needs
+# loadtest.steady.MIN_LIFETIMES of all its requests; the ones completed early are the short ones), for at most
+# SOAK_STRETCH times its seconds
+SOAK_LIFETIMES = MIN_LIFETIMES + 1
+SOAK_STRETCH = 2.0
 
 
 @contextlib.contextmanager
@@ -29,10 +36,11 @@ def fresh_server(
         yield server
 
 
-def run_soak(url: str, config: ServeConfig, ctx: TrialContext, rate: float, seconds: float, attempt: int = 0) -> Soak:
-    """Hold ``rate`` for ``seconds`` (Poisson arrivals); abandoned once an SLO is certainly lost. Each
-    ``attempt`` on one server draws other prompts (a repeat would be served from the prefix cache)."""
-    spec = load_spec(
+def soak_spec(url: str, config: ServeConfig, ctx: TrialContext, rate: float, seconds: float, attempt: int) -> LoadSpec:
+    """The load of one soak: ``rate`` for ``seconds``, longer while that is under SOAK_LIFETIMES request lifetimes
+    (at most SOAK_STRETCH × ``seconds``), abandoned once an SLO is certainly lost. Each ``attempt`` on one server
+    draws other prompts (a repeat would be served from the prefix cache)."""
+    return load_spec(
         ctx,
         url,
         config,
@@ -40,8 +48,14 @@ def run_soak(url: str, config: ServeConfig, ctx: TrialContext, rate: float, seco
         rate=rate,
         requests=max(MIN_LEVEL_FLOOR, round(rate * seconds)),
         abandon_when_lost=True,
+        steady_e2e_multiple=SOAK_LIFETIMES,
+        max_duration_s=SOAK_STRETCH * seconds,
     )
-    return soak_of(rate, run_load(spec), ctx.slos)
+
+
+def run_soak(url: str, config: ServeConfig, ctx: TrialContext, rate: float, seconds: float, attempt: int = 0) -> Soak:
+    """Hold ``rate`` against the server at ``url`` (soak_spec) and judge it."""
+    return soak_of(rate, run_load(soak_spec(url, config, ctx, rate, seconds, attempt)), ctx.slos)
 
 
 def certify_config(
