@@ -103,6 +103,8 @@ class Steadiness:
         q2, q4 = self.backlog_second_quarter, self.backlog_last_quarter
         if self.backlog_basis == QUEUED and q2 is not None and q4 is not None:
             parts.append(f"queued in vLLM {q2:.1f} → {q4:.1f}")
+        if self.lifetimes is not None:
+            parts.append(f"{self.lifetimes:.0f} request lifetimes")
         return "steady: " + ", ".join(parts)
 
     def to_dict(self) -> dict[str, object]:

@@ -321,4 +321,5 @@ def test_a_batch_that_completes_less_than_arrives_is_refused_for_outliving_the_w
     steady = compute_metrics(recs, slos=TTFT_2S, gauges=gauges).steady
     assert steady is not None and steady.holds, steady.reasons
     assert steady.lifetimes is not None and steady.lifetimes > MIN_LIFETIMES
+    assert f"{steady.lifetimes:.0f} request lifetimes" in steady.summary()
     assert type(steady).from_dict(steady.to_dict()) == steady
