@@ -168,14 +168,23 @@ MIN_SUSTAINED = 10  # completions a sustained rate is read from; fewer: not know
 
 
 def sustained_rate(records: Iterable[RequestRecord]) -> float:
-    """Requests completed per second from the first answer until arrivals stopped (the last scheduled send, or
-    an abandoned run's last answer): the rate the server kept up with, without the start before any request is
-    answered and the drain after the last send that dilute ``throughput_req_s``. 0.0: too few answers."""
+    """The rate the server kept up with from its first answer until arrivals stopped (the last scheduled send,
+    or an abandoned run's last answer): the output tokens streamed per second over that span, in requests (the
+    completed requests' mean output tokens). Tokens, not completions: a batch that grows completes few requests
+    while it streams at full speed, and requests that outlive the span count in part. Without token counts, the
+    requests completed per second. Unlike ``throughput_req_s``, neither the start before any answer nor the drain
+    after the last send dilutes it. 0.0: too few answers."""
     recs = [r for r in records if not r.warmup]
     done = sorted(r.done_at for r in recs if r.ok and r.done_at is not None)
     if len(done) < MIN_SUSTAINED:
         return 0.0
     end = min(max(r.scheduled_at for r in recs), done[-1])
+    chunks = [c for r in recs for c in r.chunks]
+    per_request = [sum(c.tokens or 0 for c in r.chunks) for r in recs if r.ok]
+    if chunks and all(c.tokens is not None for c in chunks) and sum(per_request) > 0:
+        start = min(c.t for c in chunks)
+        streamed = sum(c.tokens or 0 for c in chunks if start < c.t <= end)
+        return streamed / (end - start) / (sum(per_request) / len(per_request)) if end > start else 0.0
     answered = sum(1 for t in done[1:] if t <= end)
     return answered / (end - done[0]) if answered >= MIN_SUSTAINED and end > done[0] else 0.0
 

@@ -50,7 +50,9 @@ class Soak:
     report: ReportSummary
     host: HostCpu | None = None  # how busy the host was during the soak (loadtest.host_cpu)
     server: int = 0  # which fresh server of the certification ran it (0: the first)
-    sustained_req_s: float = 0.0  # answers per second while arrivals lasted (loadtest.metrics; 0.0: not known)
+    sustained_req_s: float = (
+        0.0  # the rate the server kept up with while arrivals lasted (loadtest.metrics; 0.0: not known)
+    )
 
     def line(self) -> str:
         vals = ", ".join(
@@ -60,7 +62,7 @@ class Soak:
         )
         verdict = "held" if self.holds else "missed: " + "; ".join(self.reasons)
         if not self.holds and self.sustained_req_s > 0:
-            verdict += f"; the server answered {self.sustained_req_s:.1f} req/s while arrivals lasted"
+            verdict += f"; the server kept up with {self.sustained_req_s:.1f} req/s while arrivals lasted"
         if not self.holds and (split := self.report.server.ttft_split()) is not None:
             verdict += f"; {split}"
         shared = f"; {self.host.phrase()}" if self.host is not None and self.host.notable else ""

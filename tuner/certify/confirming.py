@@ -64,8 +64,8 @@ def next_step(soaks: Sequence[Soak], floor: float) -> tuple[float | None, bool]:
 def next_rate(soaks: Sequence[Soak], floor: float) -> float | None:
     """The next soak's rate, or None when certification is done (MAX_SOAKS, the floor, or a held rate within
     a step of the lowest missed one). Before any soak held: STEP below the last rate, or below what the
-    server kept up with while arrivals lasted when that is lower (older soaks: their throughput). After: the
-    midpoint of the highest held and lowest missed rates."""
+    server kept up with while arrivals lasted when that is lower (older soaks: their throughput), and the floor
+    where that step would pass it. After: the midpoint of the highest held and lowest missed rates."""
     if len(soaks) >= MAX_SOAKS:
         return None
     held = eligible_rates(soaks)
@@ -73,7 +73,9 @@ def next_rate(soaks: Sequence[Soak], floor: float) -> float | None:
         last = soaks[-1]
         sustained = last.sustained_req_s or last.throughput_req_s or last.rate
         rate = STEP * min(last.rate, sustained)
-        return rate if rate >= floor else None
+        if rate >= floor:
+            return rate
+        return floor if floor < last.rate else None  # a step past the floor soaks the floor itself, once
     lo = max(held)
     hi = min((s.rate for s in soaks if not s.holds and s.rate > lo), default=None)
     if hi is None or lo >= STEP * hi:
