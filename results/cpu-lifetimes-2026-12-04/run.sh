@@ -1,5 +1,5 @@
 #!/bin/bash
-# The lifetimes rule on vLLM-CPU (code 2d362c2): the same tune --predict as results/cpu-g3-2026-12-04 (B), whose
+# The lifetimes rule on vLLM-CPU (first run code 2d362c2, second ed4ef87): the same tune --predict as results/cpu-g3-2026-12-04 (B), whose
 # certified 7.094 req/s vllm bench serve missed; then vllm bench serve on the new certified rate at 1.0x and 1.3x
 # for 120 s, each on a fresh launch.sh server. Run from a clean checkout in /tmp/lt/code, under the CPU lock, with
 # main's venv (the checkout's packages come first).
