@@ -163,12 +163,13 @@ class _Run:
         with Prebuilt(lambda k: self.prepare(first + k), len(offsets), before, ahead) as requests:
             start = self.clock.now() + 0.005  # after the prebuild: building is not the server's time
             for k, off in enumerate(offsets):
-                if lost.is_set() or stop.reached(k, off):
+                if lost.is_set() or stop.reached(k, off, start + off):
                     break
                 req = await requests.get(k)
                 t = start + off
                 await self.clock.sleep_until(t)
                 task = asyncio.create_task(send(self.transport, self.clock, self.url, req, t, s.timeout_s))
+                stop.sent(t)
                 task.add_done_callback(judge)
                 tasks.append(task)
                 sent.append((req, t))

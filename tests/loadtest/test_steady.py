@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -215,6 +216,20 @@ def test_level_end_waits_for_many_lifetimes() -> None:
     end.add(record(0, 0.0, 0.1, 0.5))
     assert not end.reached(6, 4.9) and end.reached(6, 5.0)
     assert LevelEnd(planned=5, multiple=None).reached(5, 0.0)
+
+
+def test_level_end_counts_running_requests_by_their_age() -> None:
+    # sends at 0..9 s; by 10 s only the first has ended (after 1 s): completions alone say a lifetime of 1 s and
+    # end a 5-lifetime level at 5 s, though nine requests have run 1-9 s already: 4.6 s each so far, 23 s to go
+    end = LevelEnd(planned=2, multiple=5.0)
+    for i in range(10):
+        end.sent(float(i))
+    end.add(record(0, 0.0, 0.1, 1.0))
+    assert end.reached(10, 10.0) and end.lifetime() == pytest.approx(1.0)
+    assert end.lifetime(10.0) == pytest.approx(4.6) and not end.reached(10, 10.0, 10.0)
+    for i in range(1, 10):  # all end by 12 s; a failure ends its request too
+        end.add(record(i, float(i), 0.1, 12.0 - i) if i % 3 else replace(record(i, float(i), 0.1, 1.0), failure="x"))
+    assert end.lifetime(30.0) == pytest.approx((1.0 + sum(12.0 - i for i in range(1, 10) if i % 3)) / 7)
 
 
 class SleepingResponse(FakeResponse):

@@ -17,9 +17,9 @@ from tuner.trial.context import TrialContext, launched_config, launcher_of, load
 from tuner.trial.launcher import Server
 
 SOAK_SEED = 7919  # soaks draw other prompts and arrivals than the search's levels
-# a soak goes on past its seconds until it has lasted this many mean request lifetimes (the judgement needs
-# loadtest.steady.MIN_LIFETIMES of all its requests; the ones completed early are the short ones), for at most
-# SOAK_STRETCH times its seconds
+# a soak goes on past its seconds until it has lasted this many mean request lifetimes so far (the judgement needs
+# loadtest.steady.MIN_LIFETIMES over all its requests, the later ones longer under load), for at most SOAK_STRETCH
+# times its seconds
 SOAK_LIFETIMES = MIN_LIFETIMES + 1
 SOAK_STRETCH = 2.0
 
