@@ -13,16 +13,16 @@ from dataclasses import dataclass
 
 from launch.errors import LaunchInputError
 
+CPU_4BIT_OP = "cpu_gemm_wna16"  # the operator vLLM-CPU's 4-bit linear kernel calls
+
 # Runs in the vLLM interpreter: the library vLLM itself would load, then the operator its 4-bit kernel calls.
-_KERNEL_PROBE = r"""
+_KERNEL_PROBE = f"""
 from vllm.platforms import current_platform as p
 p.import_kernels()
 import torch
 print("SLOTUNE_WNA16=%d SLOTUNE_AVX512=%d" % (
-    hasattr(torch.ops._C, "cpu_gemm_wna16"), torch.cpu._is_avx512_supported()))
+    hasattr(torch.ops._C, "{CPU_4BIT_OP}"), torch.cpu._is_avx512_supported()))
 """
-
-CPU_4BIT_OP = "cpu_gemm_wna16"
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,10 @@ class LevelEnd:
         """Mean seconds in the system so far: completed requests whole, running ones by their age at ``now``."""
         if self.completed == 0:  # nothing finished yet: the level's lifetime is unknown
             return None
-        running = max(0, self.sent_count - self.ended_count) if now is not None else 0
-        ages = max(0.0, running * now - (self.sent_sum - self.ended_sum)) if now is not None and running else 0.0
+        if now is None:
+            return self.e2e_sum / self.completed
+        running = self.sent_count - self.ended_count
+        ages = running * now - (self.sent_sum - self.ended_sum)  # the running requests' sends are in sent_sum only
         return (self.e2e_sum + ages) / (self.completed + running)
 
     def reached(self, k: int, offset: float, now: float | None = None) -> bool:

@@ -186,26 +186,10 @@ def test_sustained_rate_is_what_an_overloaded_server_answered_while_arrivals_las
 def test_sustained_rate_of_a_growing_batch_is_what_it_streamed_not_what_it_completed() -> None:
     """7 req/s into a batch of at most 5.2 req/s (50 ms a step plus 3 ms a sequence, 64 tokens each, one token per
     step): few requests complete within the minute, the tokens stream at the batch's full speed."""
-    import random
-
     from loadtest.metrics import sustained_rate
+    from tests.loadtest.batching import batched_decoding
 
-    rng, arrivals, t = random.Random(4), [], 0.0
-    while (t := t + rng.expovariate(7.0)) < 60.0:
-        arrivals.append(t)
-    now, nxt, running, out = 0.0, 0, {}, []
-    while nxt < len(arrivals) or running:
-        while nxt < len(arrivals) and arrivals[nxt] <= now:
-            running[nxt] = []
-            nxt += 1
-        if not running:
-            now = arrivals[nxt]
-            continue
-        now += 0.05 + 0.003 * len(running)
-        for i, times in list(running.items()):
-            times.append(now)
-            if len(times) == 64:
-                out.append(rec(i, arrivals[i], arrivals[i], [(x, 1) for x in running.pop(i)], now))
+    out, _ = batched_decoding(7.0, 60.0, seed=4)
     completed_by_end = sum(1 for r in out if r.done_at is not None and r.done_at <= 60.0)
     assert completed_by_end / 60.0 < 3.0  # what completions alone would say
     # a batch of N streams N / (0.05 + 0.003 N) tokens/s: 4.1 req/s at 100 running, 4.7 at 200, 5.2 at the most

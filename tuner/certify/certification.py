@@ -50,9 +50,7 @@ class Soak:
     report: ReportSummary
     host: HostCpu | None = None  # how busy the host was during the soak (loadtest.host_cpu)
     server: int = 0  # which fresh server of the certification ran it (0: the first)
-    sustained_req_s: float = (
-        0.0  # the rate the server kept up with while arrivals lasted (loadtest.metrics; 0.0: not known)
-    )
+    sustained_req_s: float = 0.0  # the rate it kept up with while arrivals lasted (loadtest.metrics; 0.0: unknown)
 
     def line(self) -> str:
         vals = ", ".join(
