@@ -60,7 +60,9 @@ snap() {
 }
 until python3 -c "import urllib.request as u; u.urlopen('$url/health', timeout=2)" 2>/dev/null; do
   kill -0 "$spid" 2>/dev/null || { log "server died"; tail -c 3000 /tmp/xcheck/server.log >> "$dest/crosscheck.log"; exit 1; }
-  [ "$(el)" -lt $(( limit - secs - 30 )) ] || { log "server not ready in time"; exit 1; }
+  [ "$(el)" -lt $(( limit - secs - 30 )) ] || {
+    log "server not ready after $(el) s: LIMIT_S $limit leaves SECONDS $secs + 30 s; raise LIMIT_S or lower SECONDS"
+    exit 1; }
   sleep 1
 done
 log "server ready"
