@@ -1,5 +1,5 @@
 #!/bin/bash
-# #24 G3 on vLLM-CPU, the --predict side in the same sitting as run-ten.sh (code f3028b4, the measurement code of
+# #24 G3 on vLLM-CPU, the --predict side in the same sitting as run-ten.sh (code d797d3b, the measurement code of
 # 1914b1f): the same tune --predict --trials 4 --certify best as run.sh, right after the unguided study ended; then
 # vllm bench serve on its certified rate at 1.0x for 120 s on a fresh launch.sh server. Run from a clean checkout in
 # /tmp/lt4/code, under the CPU lock, with main's venv.
