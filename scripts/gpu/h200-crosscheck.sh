@@ -9,6 +9,9 @@
 # requests answered, as launch.sh does), the benchmark sends FACTOR x the certified rate for SECONDS at a Poisson rate.
 # Writes DEST/crosscheck-vllm-bench-<FACTOR>x.json, DEST/crosscheck.log (this script's lines, the server's memory
 # lines, vLLM's /metrics counters before and after). Gives up after LIMIT_S in all; the server is always stopped.
+# CROSSCHECK_POINT=GRID_JSONL: serve instead the first row's launched configuration of a grid file (bench/search_vs_grid.py
+# --out's grid.jsonl), as the grid measured it (its own KV budget, nothing pinned), at FACTOR x STUDY_DIR's certified
+# rate: another configuration held at the very rates the study's winner was checked at.
 set -uo pipefail
 dir="${1:?study dir}" factor="${2:-0.95}" secs="${3:-120}" limit="${4:-300}" dest="${5:?dest dir}"
 T0=$(date +%s)
@@ -19,7 +22,7 @@ source scripts/gpu/h200-env.sh
 port=8011
 url=http://127.0.0.1:$port
 python3 - "$dir/best.json" "$factor" "$port" /tmp/xcheck <<'PY' || { log "no certified best in $dir/best.json"; exit 1; }
-import json, sys
+import json, os, sys
 from pathlib import Path
 from launch.command import build_command
 from launch.config import ServeConfig
@@ -28,8 +31,14 @@ best, factor, port, out = json.loads(Path(sys.argv[1]).read_text()), float(sys.a
 rate = best["certified_rate_req_s"]
 if not rate:
     sys.exit(1)
-cfg = ServeConfig.from_dict(best["best"]["launched"] or best["best"]["config"])
-deployed = best["best"].get("deployed") or {}
+point = os.environ.get("CROSSCHECK_POINT")
+if point:  # a grid row's launched configuration, as the grid measured it
+    row = json.loads(Path(point).read_text().splitlines()[0])
+    cfg, deployed = ServeConfig.from_dict(row["result"]["launched"]), {}
+    print(f"serving {point}'s point {row['point']}, not the study's winner", file=sys.stderr)
+else:
+    cfg = ServeConfig.from_dict(best["best"]["launched"] or best["best"]["config"])
+    deployed = best["best"].get("deployed") or {}
 if deployed.get("kv_cache_memory_bytes"):  # launch.sh's pin (tuner.trial.kv_pin): the trial's KV blocks
     cfg = ServeConfig.from_dict({**cfg.to_dict(), "kv_cache_memory_bytes": deployed["kv_cache_memory_bytes"]})
 argv, env = build_command(cfg, probe_vllm(sys.executable), host="127.0.0.1", port=port)
@@ -43,7 +52,7 @@ PY
 mapfile -d '' argv < /tmp/xcheck/argv
 mapfile -d '' envs < /tmp/xcheck/env
 rate=$(cat /tmp/xcheck/rate) served=$(cat /tmp/xcheck/served)
-log "trial $(python3 -c "import json; print(json.load(open('$dir/best.json'))['best']['trial'])"), certified $(cat /tmp/xcheck/certified) req/s; $factor x = $rate req/s for $secs s"
+log "${CROSSCHECK_POINT:+the point of $CROSSCHECK_POINT, at the rates of the study; }trial $(python3 -c "import json; print(json.load(open('$dir/best.json'))['best']['trial'])"), certified $(cat /tmp/xcheck/certified) req/s; $factor x = $rate req/s for $secs s"
 log "server: ${envs[*]} ${argv[*]}"
 env "${envs[@]}" setsid "${argv[@]}" > /tmp/xcheck/server.log 2>&1 &
 spid=$!

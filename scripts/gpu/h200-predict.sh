@@ -20,6 +20,8 @@
 # CROSSCHECK_IF_LEFT=S: after tune, when at least S seconds of HARD_LIMIT_S are left and best.json states a certified
 #   rate, scripts/gpu/h200-crosscheck.sh holds the winner's launched configuration at CROSSCHECK_FACTOR (0.95) x that
 #   rate for CROSSCHECK_SECONDS (120) under vLLM's own benchmark client; TRIALS 0 skips tune and runs only that.
+#   CROSSCHECK_FACTOR may list several ("1.15 1.3"): a fresh server each, in turn, each needing CROSSCHECK_IF_LEFT.
+#   CROSSCHECK_POINT=GRID_JSONL serves that grid row's point instead of the winner (h200-crosscheck.sh).
 #   Once it has run on a machine, a later call there skips it (the same command can be repeated call after call).
 # GRID_BEST_IF_LEFT=S: after tune, when at least S seconds of HARD_LIMIT_S are left, the A30 grid's best point
 #   (max_num_seqs 512, fp8 KV, the rest vLLM's defaults; GRID_POINT="KNOB=V KNOB=V ...": another point, any
@@ -95,18 +97,19 @@ if [ "$trials" != 0 ]; then
     tune "${SOAK:-0}"
   fi
 fi
-left=$(( hard - $(el) ))
-checked="/tmp/crosscheck/crosscheck-vllm-bench-${CROSSCHECK_FACTOR:-0.95}x.json"
-if [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ -f "$checked" ]; then  # so one command can be repeated call after call
-  log "cross-check already run on this machine ($checked)"
-elif [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ "$left" -ge "$CROSSCHECK_IF_LEFT" ] && [ -f "$out/best.json" ]; then
-  log "cross-check with vllm bench ($left s left)"
-  bash scripts/gpu/h200-crosscheck.sh "$out" "${CROSSCHECK_FACTOR:-0.95}" "${CROSSCHECK_SECONDS:-120}" \
-    "$(( left - 15 ))" /tmp/crosscheck
-  log "cross-check exit code: $?"
-elif [ -n "${CROSSCHECK_IF_LEFT:-}" ]; then
-  log "cross-check skipped: $left s left, under $CROSSCHECK_IF_LEFT"
-fi
+for factor in ${CROSSCHECK_FACTOR:-0.95}; do  # one fresh server per factor, in turn
+  left=$(( hard - $(el) ))
+  checked="/tmp/crosscheck/crosscheck-vllm-bench-${factor}x.json"
+  if [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ -f "$checked" ]; then  # so one command can be repeated call after call
+    log "cross-check already run on this machine ($checked)"
+  elif [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ "$left" -ge "$CROSSCHECK_IF_LEFT" ] && [ -f "$out/best.json" ]; then
+    log "cross-check with vllm bench at $factor x ($left s left)"
+    bash scripts/gpu/h200-crosscheck.sh "$out" "$factor" "${CROSSCHECK_SECONDS:-120}" "$(( left - 15 ))" /tmp/crosscheck
+    log "cross-check exit code: $?"
+  elif [ -n "${CROSSCHECK_IF_LEFT:-}" ]; then
+    log "cross-check at $factor x skipped: $left s left, under $CROSSCHECK_IF_LEFT"
+  fi
+done
 left=$(( hard - $(el) ))
 if [ -n "${GRID_BEST_IF_LEFT:-}" ] && [ "$left" -ge "$GRID_BEST_IF_LEFT" ] && [ -f "$out/best.json" ]; then
   grid_args=(); for kv in ${GRID_POINT:-max_num_seqs=512 kv_cache_dtype=fp8}; do grid_args+=(--grid "$kv"); done
