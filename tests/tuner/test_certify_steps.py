@@ -67,6 +67,31 @@ def test_a_rate_held_once_at_the_edge_is_held_again_on_another_server_and_steppe
     assert stored_again == cert and stored_again.certified_rate == cert.certified_rate
 
 
+def test_a_missed_confirmation_at_the_bound_gets_one_more_fresh_server_for_the_rate_below():
+    # the CPU's unguided study on 2026-12-04: five soaks, the last two rates held on server 1 only; 4.470 then
+    # missed on server 2, which left 3.912 certified on one server. Now one more fresh server confirms 3.912.
+    def run(edges):
+        servers, tried = iter(range(100)), []
+
+        @contextlib.contextmanager
+        def serve():
+            yield FakeServer(url=str(next(servers)))
+
+        def run_soak(url, rate):
+            tried.append((int(url), round(rate, 3)))
+            return soak(rate, holds=rate <= edges[int(url)], sustained=3.107 if url == "0" else None)
+
+        return certify(1, 5.027, 1.0, 60.0, serve, run_soak), tried
+
+    cert, tried = run({0: 4.0, 1: 4.6, 2: 4.2, 3: 4.2})
+    assert tried == [(0, 5.027), (1, 2.796), (1, 3.912), (1, 4.469), (1, 4.748), (2, 4.469), (3, 3.912)]
+    assert cert.certified_rate == pytest.approx(3.91165) and cert.servers == 2
+    assert "held on 2 fresh servers" in cert.line()
+    cert, tried = run({0: 4.0, 1: 4.6, 2: 4.2, 3: 3.5})  # the extra server misses too: no more soaks
+    assert len(tried) == MAX_SOAKS + 2 and tried[-1] == (3, 3.912)
+    assert cert.certified_rate == pytest.approx(2.7963) and cert.servers == 1 and "a fresh server" in cert.line()
+
+
 def test_a_certification_stored_before_the_servers_were_recorded_reads_as_it_was():
     old = {"trial": 1, "estimate_req_s": 10.0, "soak_s": 60.0, "fail_reason": None,
            "soaks": [{k: v for k, v in soak(r, h).to_dict().items() if k != "server"}

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 STEP = 0.9  # each step down keeps this share of the rate
 MAX_SOAKS = 5  # soaks stepping down and bisecting; confirmations may add SERVERS - 1 more
 SERVERS = 2  # fresh servers a certified rate must hold on
+RECONFIRMS = 1  # after a confirmation missed, this many more soaks may confirm the rate below it
 
 
 def uncleared_misses(soaks: Sequence[Soak]) -> list[float]:
@@ -39,6 +40,21 @@ def servers_holding(soaks: Sequence[Soak], rate: float) -> int:
     return len({s.server for s in soaks if s.holds and s.rate >= rate})
 
 
+def missed_confirmations(soaks: Sequence[Soak]) -> int:
+    """Misses at a rate that another server had already held: confirmations that failed."""
+    return sum(
+        1
+        for i, s in enumerate(soaks)
+        if not s.holds and any(t.holds and t.rate == s.rate and t.server != s.server for t in soaks[:i])
+    )
+
+
+def soak_bound(soaks: Sequence[Soak]) -> int:
+    """The most soaks a certification takes: MAX_SOAKS stepping, SERVERS − 1 confirming, and RECONFIRMS more
+    once a confirmation missed, so that the rate below the miss can still rest on SERVERS servers."""
+    return MAX_SOAKS + SERVERS - 1 + min(missed_confirmations(soaks), RECONFIRMS)
+
+
 def soak_again(soaks: Sequence[Soak]) -> bool:
     """A soak that missed while other processes took a notable share of the host's cores is held once more at
     the same rate on the same server: a figure stepped down for someone else's work would not be the
@@ -51,12 +67,12 @@ def soak_again(soaks: Sequence[Soak]) -> bool:
 
 def next_step(soaks: Sequence[Soak], floor: float) -> tuple[float | None, bool]:
     """The next soak's rate (None: done) and whether it needs a fresh server: after a miss; and once stepping is
-    done, to confirm the certified rate on another fresh server until SERVERS held it (at most SERVERS − 1 more)."""
+    done, to confirm the certified rate on another fresh server until SERVERS held it (within soak_bound)."""
     rate = next_rate(soaks, floor)
     if rate is not None:
         return rate, not soaks[-1].holds
     held = max(eligible_rates(soaks), default=None)
-    if held is None or servers_holding(soaks, held) >= SERVERS or len(soaks) >= MAX_SOAKS + SERVERS - 1:
+    if held is None or servers_holding(soaks, held) >= SERVERS or len(soaks) >= soak_bound(soaks):
         return None, False
     return held, True
 
