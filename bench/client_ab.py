@@ -1,7 +1,8 @@
 """Do the two load clients see the same server? An A/B against one running server at one Poisson rate:
 slotune's `loadtest` with continuous usage stats (its default: the token count on every chunk), without
 them (as vLLM's client sends), and vLLM's own benchmark client (bench/vllm_bench_check.py), interleaved
-A B C C B A so that a drift of the server or the machine falls on every variant alike.
+A B C C B A so that a drift of the server or the machine falls on every variant alike. Each run draws its own
+prompts (until 2026-12-04 they repeated, and all runs but the first of a seed hit the prefix cache).
 
 Prints one line per run (p95 TTFT, completed req/s, client CPU) and each variant's mean. On a 2-core
 machine the client shares the cores with vLLM-CPU: what a client costs the server shows as TTFT.
@@ -23,8 +24,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from client_cost import client_args, ours, theirs  # noqa: E402
 
 VARIANTS = {
-    "slotune, continuous usage": lambda a, s, o: ours(a, s, o),
-    "slotune, final usage only": lambda a, s, o: ours(a, s, o, ("--no-continuous-usage",)),
+    "slotune, continuous usage": lambda a, s, o, seed: ours(a, s, o, seed),
+    "slotune, final usage only": lambda a, s, o, seed: ours(a, s, o, seed, ("--no-continuous-usage",)),
     "vllm bench serve": theirs,
 }
 
@@ -37,7 +38,7 @@ def main() -> None:
     seen: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory() as tmp:
         for k, name in enumerate(order):
-            r = VARIANTS[name](args, args.seconds, Path(tmp) / f"run-{k}.json")
+            r = VARIANTS[name](args, args.seconds, Path(tmp) / f"run-{k}.json", seed=100 + k)  # no prompt twice
             seen[name].append(r)
             print(
                 f"{name:26s} {args.rate:g} req/s for {args.seconds:g} s: p95 TTFT {r['ttft_p95_ms']:.0f} ms "

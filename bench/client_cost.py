@@ -37,10 +37,14 @@ def _run(cmd: list[str]) -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, time.monotonic() - t0
 
 
-def ours(args: argparse.Namespace, seconds: float, out: Path, extra: tuple[str, ...] = ()) -> dict[str, float]:
+def ours(
+    args: argparse.Namespace, seconds: float, out: Path, seed: int, extra: tuple[str, ...] = ()
+) -> dict[str, float]:
+    """slotune's loadtest; ``seed``: its own per run against one server (prompts sent again hit the prefix cache)."""
     cmd = [sys.executable, "-m", "loadtest.cli", "--url", args.url, "--model", args.model, "--tokenizer",
            args.tokenizer, "--workload", args.workload, "--rate", str(args.rate), "--duration", str(seconds),
-           "--output-tokens", str(args.output_tokens), "--slo", args.slo, "--json", str(out), *extra]  # fmt: skip
+           "--output-tokens", str(args.output_tokens), "--slo", args.slo, "--seed", str(seed), "--json", str(out),
+           *extra]  # fmt: skip
     cpu, wall = _run(cmd)
     rep = ReportSummary.from_dict(json.loads(out.read_text()))
     return {"cpu_s": cpu, "wall_s": wall, "requests": rep.requests_ok + rep.requests_failed,
@@ -48,10 +52,12 @@ def ours(args: argparse.Namespace, seconds: float, out: Path, extra: tuple[str, 
             "throughput_req_s": rep.throughput_req_s}  # fmt: skip
 
 
-def theirs(args: argparse.Namespace, seconds: float, out: Path) -> dict[str, float]:
+def theirs(args: argparse.Namespace, seconds: float, out: Path, seed: int) -> dict[str, float]:
+    """vLLM's benchmark client; ``seed`` as in ours()."""
     cmd = [sys.executable, str(ROOT / "bench" / "vllm_bench_check.py"), "--url", args.url, "--model", args.model,
            "--tokenizer", args.tokenizer, "--workload", args.workload, "--output-tokens", str(args.output_tokens),
-           "--rate", str(args.rate), "--seconds", str(seconds), "--slo", args.slo, "--json", str(out)]  # fmt: skip
+           "--rate", str(args.rate), "--seconds", str(seconds), "--slo", args.slo, "--seed", str(seed),
+           "--json", str(out)]  # fmt: skip
     cpu, wall = _run(cmd)
     rep = json.loads(out.read_text())
     return {"cpu_s": cpu, "wall_s": wall, "requests": rep["completed"] + rep["failed"],
@@ -78,10 +84,10 @@ def main() -> None:
     args = p.parse_args()
     marginal = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, client in (("slotune loadtest", ours), ("vllm bench serve", theirs)):
+        for k, (name, client) in enumerate((("slotune loadtest", ours), ("vllm bench serve", theirs))):
             runs = []
-            for seconds in args.seconds:
-                r = client(args, seconds, Path(tmp) / f"{name.split()[0]}-{seconds:g}.json")
+            for j, seconds in enumerate(args.seconds):
+                r = client(args, seconds, Path(tmp) / f"{name.split()[0]}-{seconds:g}.json", seed=100 + 2 * k + j)
                 runs.append(r)
                 print(
                     f"{name:17s} {args.rate:g} req/s for {seconds:g} s: {r['requests']:.0f} requests, client CPU "

@@ -7,12 +7,14 @@
 # JSON_OUT defaults to STUDY_DIR/crosscheck-vllm-bench-<FACTOR>x.json. RATE=R: FACTOR x R instead of the certified
 # rate (a study's search estimate, which no soak certified). Exit 2 when the study states no certified rate and no
 # RATE is given, or its server does not come up within START_TIMEOUT (300) s; otherwise the benchmark's exit code.
+# REPEAT=N: N benchmarks back to back on the one fresh server (JSON_OUT gains -run<i>), run i with seed SEED + i - 1:
+# prompts sent again would be answered from the prefix cache. SEED: 31 unless given.
 set -u
 dir="${1:?study folder}" factor="${2:-1.0}" secs="${3:-120}"
 json="${4:-$dir/crosscheck-vllm-bench-${factor}x.json}"
 py=".venv/bin/python"
 port="${PORT:-18134}"
-export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_CPU_CI_ENV=1
+export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_CPU_CI_ENV="${VLLM_CPU_CI_ENV:-1}"  # 0: vLLM's default compile path
 read -r rate model workload out_tokens slo < <("$py" - "$dir/best.json" "$factor" <<'PY'
 import json, os, sys
 b = json.load(open(sys.argv[1]))
@@ -30,11 +32,16 @@ pid=$!
 trap 'kill -TERM -- -$pid 2>/dev/null; sleep 5; kill -KILL -- -$pid 2>/dev/null' EXIT
 for _ in $(seq "${START_TIMEOUT:-300}"); do grep -q "ready: http" "$log" && break; sleep 1; done
 grep -q "ready: http" "$log" || { echo "cpu-crosscheck: $dir/launch.sh not ready (log $log):"; tail -5 "$log"; exit 2; }
-echo "[$(date -u +%T)] $(grep "ready: http" "$log"); vllm bench serve at $rate req/s for $secs s"
+echo "[$(date -u +%T)] $(grep "ready: http" "$log")"
 more=(); [ "$out_tokens" != "-" ] && more=(--output-tokens "$out_tokens")
-"$py" bench/vllm_bench_check.py --url "http://127.0.0.1:$port" --model "$name" --tokenizer "$model" \
-  --workload "$workload" "${more[@]}" --rate "$rate" --seconds "$secs" --slo "$slo" --seed 31 --json "$json" 2>&1 \
-  | grep -v "it/s\]" | grep -E "P95 TTFT|P95 TPOT|Request throughput|Successful|Failed|held"
-rc=${PIPESTATUS[0]}
-echo "[$(date -u +%T)] done: $json"
+repeat="${REPEAT:-1}" rc=0
+for i in $(seq "$repeat"); do
+  out="$json"; [ "$repeat" -gt 1 ] && out="${json%.json}-run$i.json"
+  echo "[$(date -u +%T)] vllm bench serve at $rate req/s for $secs s (run $i of $repeat on this server)"
+  "$py" bench/vllm_bench_check.py --url "http://127.0.0.1:$port" --model "$name" --tokenizer "$model" \
+    --workload "$workload" "${more[@]}" --rate "$rate" --seconds "$secs" --slo "$slo" --seed "$(( ${SEED:-31} + i - 1 ))" --json "$out" 2>&1 \
+    | grep -v "it/s\]" | grep -E "P95 TTFT|P95 TPOT|Request throughput|Successful|Failed|held"
+  rc=${PIPESTATUS[0]}
+  echo "[$(date -u +%T)] done: $out"
+done
 exit "$rc"

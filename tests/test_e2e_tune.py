@@ -140,12 +140,14 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _bench(port, model_name, model_dir, rate, seconds, tmp_path, env):
+def _bench(port, model_name, model_dir, rate, seconds, tmp_path, env, seed):
+    """vllm bench serve at ``rate``; each run on one server needs its own ``seed``: prompts sent again would be
+    answered from the prefix cache (results/cpu-fresh-vs-warm-2026-12-04)."""
     out = tmp_path / f"bench-{rate:.3f}.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "vllm_bench_check.py"), "--url", f"http://127.0.0.1:{port}",
          "--model", model_name, "--tokenizer", str(model_dir), "--workload", WORKLOAD, "--output-tokens", OUTPUT_TOKENS,
-         "--rate", f"{rate:.4f}", "--seconds", str(seconds), "--slo", SLO, "--json", str(out)],
+         "--rate", f"{rate:.4f}", "--seconds", str(seconds), "--slo", SLO, "--seed", str(seed), "--json", str(out)],
         capture_output=True, text=True, timeout=seconds + 300, env=env,
     )  # fmt: skip
     assert proc.returncode == 0 and out.is_file(), proc.stderr[-3000:]
@@ -169,10 +171,10 @@ def test_launch_sh_holds_the_certified_rate_under_vllms_own_benchmark(study, tmp
         r = httpx.post(f"http://127.0.0.1:{port}/v1/completions",
                        json={"model": name, "prompt": "w1 w2 w3", "max_tokens": 4}, timeout=60)  # fmt: skip
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 4
-        under = _bench(port, name, model, 0.95 * rate, CROSS_CHECK_S, tmp_path, env)
+        under = _bench(port, name, model, 0.95 * rate, CROSS_CHECK_S, tmp_path, env, seed=11)
         print("\nvllm bench serve at 0.95 x certified:", json.dumps(under))
         assert under["failed"] == 0, under
-        over = _bench(port, name, model, 1.3 * rate, OVER_S, tmp_path, env)
+        over = _bench(port, name, model, 1.3 * rate, OVER_S, tmp_path, env, seed=12)  # not 0.95 x's prompts
         print("vllm bench serve at 1.3 x certified:", json.dumps(over))
     finally:
         stop(p)
