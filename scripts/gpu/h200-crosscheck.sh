@@ -11,7 +11,8 @@
 # lines, vLLM's /metrics counters before and after). Gives up after LIMIT_S in all; the server is always stopped.
 # CROSSCHECK_POINT=GRID_JSONL: serve instead the first row's launched configuration of a grid file (bench/search_vs_grid.py
 # --out's grid.jsonl), as the grid measured it (its own KV budget, nothing pinned), at FACTOR x STUDY_DIR's certified
-# rate: another configuration held at the very rates the study's winner was checked at.
+# rate: another configuration held at the very rates the study's winner was checked at. CROSSCHECK_KV_BYTES=N pins
+# its KV cache at N bytes (kv_cache_memory_bytes, as launch.sh pins a winner's), so that it keeps the grid's KV tokens.
 set -uo pipefail
 dir="${1:?study dir}" factor="${2:-0.95}" secs="${3:-120}" limit="${4:-300}" dest="${5:?dest dir}"
 T0=$(date +%s)
@@ -35,6 +36,8 @@ point = os.environ.get("CROSSCHECK_POINT")
 if point:  # a grid row's launched configuration, as the grid measured it
     row = json.loads(Path(point).read_text().splitlines()[0])
     cfg, deployed = ServeConfig.from_dict(row["result"]["launched"]), {}
+    if os.environ.get("CROSSCHECK_KV_BYTES"):
+        deployed = {"kv_cache_memory_bytes": int(os.environ["CROSSCHECK_KV_BYTES"])}
     print(f"serving {point}'s point {row['point']}, not the study's winner", file=sys.stderr)
 else:
     cfg = ServeConfig.from_dict(best["best"]["launched"] or best["best"]["config"])
