@@ -77,9 +77,12 @@ def _main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("loadtest: interrupted", file=sys.stderr)
         return 130
-    from loadtest.report import format_table
+    from loadtest.report import cached_prompts_note, format_table
 
     print(format_table(report))
+    note = cached_prompts_note(report, spec.workload.shared_prefix_fraction, spec.seed)
+    if note:
+        print(f"loadtest: {note}", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
     if args.per_request:

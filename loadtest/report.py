@@ -147,3 +147,20 @@ def format_table(r: LoadReport) -> str:
             + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(r.server.items()))
         )
     return "\n".join(lines)
+
+
+CACHED_BEYOND_SHARED = 0.25  # prompt tokens from the prefix cache beyond the workload's shared prefix: a repeat
+
+
+def cached_prompts_note(r: LoadReport, shared_prefix_fraction: float, seed: int) -> str | None:
+    """A warning when the server answered far more prompt tokens from its prefix cache than the workload's shared
+    prefix explains: it saw these prompts before (a second run with the same seed), so TTFT and capacity read
+    high (results/cpu-fresh-vs-warm-2026-12-04: 4-7 x lower p95 TTFT). None when the cache did not flatter it."""
+    hit = r.server.get("prefix_cache_hit_rate")
+    if hit is None or hit <= shared_prefix_fraction + CACHED_BEYOND_SHARED:
+        return None
+    return (
+        f"warning: the server answered {hit:.0%} of prompt tokens from its prefix cache, against a shared prefix "
+        f"of {shared_prefix_fraction:.0%}: it had seen these prompts (--seed {seed} re-sends the same ones), so "
+        f"latency and throughput read better than for new prompts; run again with another --seed"
+    )

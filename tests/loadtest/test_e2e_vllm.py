@@ -196,6 +196,21 @@ def test_cli_writes_json_and_per_request(
     assert "TTFT" in capsys.readouterr().out
 
 
+def test_cli_warns_when_a_run_re_sends_prompts_the_server_cached(
+    vllm_server: str, tiny_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def run(seed: int) -> str:
+        argv = ["--url", vllm_server, "--model", "tiny", "--tokenizer", str(tiny_model), "--workload", "chat",
+                "--concurrency", "2", "--requests", "6", "--output-tokens", "4", "--seed", str(seed)]  # fmt: skip
+        assert main(argv) == 0
+        return capsys.readouterr().err
+
+    run(9137)
+    again = run(9137)  # the same prompts: answered from vLLM's prefix cache
+    assert "prefix cache" in again and "--seed 9137 re-sends the same ones" in again, again
+    assert "prefix cache" not in run(9138)
+
+
 def test_cli_unknown_model_is_bad_input(vllm_server: str, capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["--url", vllm_server, "--model", "no-such-model", "--requests", "2"])
     assert rc == 2

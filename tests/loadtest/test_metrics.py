@@ -158,6 +158,19 @@ def test_the_text_report_says_when_the_generator_itself_fell_behind() -> None:
     assert "fell behind its schedule: p95 300 ms" in format_table(late)
 
 
+def test_a_run_answered_from_the_prefix_cache_is_flagged_beyond_the_workloads_shared_prefix() -> None:
+    from loadtest.report import cached_prompts_note
+
+    def hit(rate: float):  # type: ignore[no-untyped-def]
+        return compute_metrics([rec(0, 10.0, 10.0, [(10.1, 1)], 10.1)], server={"prefix_cache_hit_rate": rate})
+
+    note = cached_prompts_note(hit(0.83), 0.0, 11)
+    assert note is not None and "83% of prompt tokens" in note and "--seed 11" in note
+    assert cached_prompts_note(hit(0.2), 0.0, 11) is None  # a chat template's shared system prompt, say
+    assert cached_prompts_note(hit(0.83), 0.7, 11) is None  # the workload shares 70 % on purpose
+    assert cached_prompts_note(compute_metrics([rec(0, 10.0, 10.0, [(10.1, 1)], 10.1)]), 0.0, 11) is None
+
+
 def _queue(rate: float, service: float, latency: float, stop: float, seed: int = 3) -> list[RequestRecord]:
     """Poisson arrivals at ``rate`` into one FIFO server answering ``service`` requests/s after ``latency`` s;
     at ``stop`` the run is abandoned (answers not done by then are cancelled, as loadtest.abandon records)."""
