@@ -80,9 +80,10 @@ def _main(args: argparse.Namespace) -> int:
     from loadtest.report import cached_prompts_note, format_table
 
     print(format_table(report))
-    note = cached_prompts_note(report, spec.workload.shared_prefix_fraction, spec.seed)
-    if note and not spec.workload.is_replay:  # a replay's prompts may share prefixes for real (conversations)
-        print(f"loadtest: {note}", file=sys.stderr)
+    if not spec.workload.is_replay:  # a replay's prompts may share prefixes for real (conversations)
+        note = cached_prompts_note(report, spec.workload.shared_prefix_fraction, spec.seed)
+        if note:
+            print(f"loadtest: {note}", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(report.to_dict(), indent=2) + "\n")
     if args.per_request:

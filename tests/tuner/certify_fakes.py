@@ -29,3 +29,14 @@ def serving(server: FakeServer):
         server.started.append("stop")
 
     return serve
+
+
+def numbered_servers():
+    """A fresh server per start, its url the start's number ("0", "1", ...): who held which soak."""
+    starts = iter(range(1000))
+
+    @contextlib.contextmanager
+    def serve():
+        yield FakeServer(url=str(next(starts)))
+
+    return serve

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from launch.errors import LaunchFailure
-from tests.tuner.certify_fakes import FakeServer, serving, soak
+from tests.tuner.certify_fakes import FakeServer, numbered_servers, serving, soak
 from tuner.certify.certification import Certification, Soak, certify
 from tuner.certify.confirming import MAX_SOAKS, STEP
 
@@ -48,18 +48,14 @@ def test_a_first_rate_above_the_estimate_is_soaked_first_and_the_estimate_stays_
 
 def test_a_rate_held_once_at_the_edge_is_held_again_on_another_server_and_stepped_below_where_it_misses():
     # the CPU on 2026-12-03: 19.875 req/s held on one fresh server, then missed on the next two; 19.166 held
-    servers, tried = iter(range(100)), []
+    tried = []
     edge = {0: 22.0, 1: 20.0, 2: 19.5, 3: 19.5}  # what each fresh server holds
-
-    @contextlib.contextmanager
-    def serve():
-        yield FakeServer(url=str(next(servers)))
 
     def run_soak(url, rate):
         tried.append((url, rate))
         return soak(rate, holds=rate <= edge.get(int(url), 19.5))
 
-    cert = certify(1, 21.0, 10.0, 60.0, serve, run_soak)
+    cert = certify(1, 21.0, 10.0, 60.0, numbered_servers(), run_soak)
     # held on server 0, missed on server 1: 21 is not certified; a step below holds on server 2 (and 0 held more)
     assert tried == [("0", 21.0), ("1", 21.0), ("2", pytest.approx(18.9))]
     assert cert.certified_rate == pytest.approx(18.9) and cert.servers == 2
@@ -71,17 +67,13 @@ def test_a_missed_confirmation_at_the_bound_gets_one_more_fresh_server_for_the_r
     # the CPU's unguided study on 2026-12-04: five soaks, the last two rates held on server 1 only; 4.470 then
     # missed on server 2, which left 3.912 certified on one server. Now one more fresh server confirms 3.912.
     def run(edges):
-        servers, tried = iter(range(100)), []
-
-        @contextlib.contextmanager
-        def serve():
-            yield FakeServer(url=str(next(servers)))
+        tried = []
 
         def run_soak(url, rate):
             tried.append((int(url), round(rate, 3)))
             return soak(rate, holds=rate <= edges[int(url)], sustained=3.107 if url == "0" else None)
 
-        return certify(1, 5.027, 1.0, 60.0, serve, run_soak), tried
+        return certify(1, 5.027, 1.0, 60.0, numbered_servers(), run_soak), tried
 
     cert, tried = run({0: 4.0, 1: 4.6, 2: 4.2, 3: 4.2})
     assert tried == [(0, 5.027), (1, 2.796), (1, 3.912), (1, 4.469), (1, 4.748), (2, 4.469), (3, 3.912)]
