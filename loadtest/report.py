@@ -154,9 +154,14 @@ CACHED_BEYOND_SHARED = 0.25  # prompt tokens from the prefix cache beyond the wo
 
 def cached_prompts_note(r: LoadReport, shared_prefix_fraction: float, seed: int) -> str | None:
     """A warning when the server answered far more prompt tokens from its prefix cache than the workload's shared
-    prefix explains: it saw these prompts before (a second run with the same seed), so TTFT and capacity read
-    high (results/cpu-fresh-vs-warm-2026-12-04: 4-7 x lower p95 TTFT). None when the cache did not flatter it."""
-    hit = r.server.get("prefix_cache_hit_rate")
+    prefix explains (:func:`cached_prompts_warning` on the run's hit rate). None when the cache did not flatter it."""
+    return cached_prompts_warning(r.server.get("prefix_cache_hit_rate"), shared_prefix_fraction, seed)
+
+
+def cached_prompts_warning(hit: float | None, shared_prefix_fraction: float, seed: int) -> str | None:
+    """The server's prefix-cache hit rate over a run (None: not reported) beyond the workload's shared prefix by
+    more than CACHED_BEYOND_SHARED: it saw these prompts before (a second run with the same seed), so TTFT and
+    capacity read high (results/cpu-fresh-vs-warm-2026-12-04: 4-7 x lower p95 TTFT)."""
     if hit is None or hit <= shared_prefix_fraction + CACHED_BEYOND_SHARED:
         return None
     return (

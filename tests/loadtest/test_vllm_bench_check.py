@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.vllm_bench_check import per_request, summarize
+from bench.vllm_bench_check import per_request, server_view, summarize
+from loadtest.server_metrics import parse_prometheus
 from loadtest.slo import parse_slos
 
 
@@ -38,3 +39,23 @@ def test_every_slo_metric_is_judged_and_a_failure_counts_as_a_miss():
     assert s["held"] is False  # ttft's median (200 ms) misses 150 ms
     assert s["vllm_reported"]["p95_tpot_ms"] == 10.0
     assert summarize(_result(), parse_slos("tpot_p99=20ms"))["slo_values"]["tpot_p99"] is None  # the failure
+
+
+def _metrics(queries: int, hits: int, preemptions: int) -> tuple[dict, dict]:
+    return parse_prometheus(
+        f'vllm:prefix_cache_queries_total{{engine="0",model_name="m"}} {queries}.0\n'
+        f'vllm:prefix_cache_hits_total{{engine="0",model_name="m"}} {hits}.0\n'
+        f'vllm:num_preemptions_total{{engine="0",model_name="m"}} {preemptions}.0\n'
+        'vllm:cache_config_info{block_size="16",num_gpu_blocks="300"} 1.0\n'
+    )
+
+
+def test_a_run_answered_from_the_prefix_cache_is_flagged_with_the_seed():
+    fresh = server_view(_metrics(1000, 40, 2), _metrics(5000, 140, 9), 0.0, 11)
+    assert fresh["cached_prompts_warning"] is None
+    assert fresh["server"]["prefix_cache_hit_rate"] == pytest.approx(100 / 4000)
+    assert fresh["server"]["preemptions"] == 7 and fresh["server"]["kv_cache_tokens"] == 4800
+    again = server_view(_metrics(5000, 140, 9), _metrics(9000, 3540, 9), 0.0, 11)
+    assert "85% of prompt tokens" in again["cached_prompts_warning"] and "--seed 11" in again["cached_prompts_warning"]
+    assert server_view(_metrics(5000, 140, 9), _metrics(9000, 3540, 9), 0.7, 11)["cached_prompts_warning"] is None
+    assert server_view(None, _metrics(1, 1, 1), 0.0, 11) == {"server": None, "cached_prompts_warning": None}
