@@ -1,9 +1,10 @@
 """A stand-in for the tuner, for the "nothing survives the tuner" tests (run as a script).
 
     python parent_process.py dummy LOG_DIR           # watchdog + a child that forks a grandchild
-    python parent_process.py vllm LOG_DIR MODEL PY NAME   # a real vLLM server via start_server
+    python parent_process.py vllm LOG_DIR MODEL PY NAME [API_SERVERS]   # a real vLLM server via start_server
 
-Prints one JSON line {"pgid": ..., "pid": ...} once the server is up, then waits until killed or
+Prints one JSON line {"pgid": ..., "pid": ...} (a server's also its url, log and read-back max_model_len) once
+the server is up, then waits until killed or
 until its stdin closes (so it cannot outlive a test run that was itself killed).
 """
 
@@ -42,12 +43,14 @@ def main() -> None:
         print(json.dumps({"pgid": proc.pid, "pid": int(pidfile.read_text())}), flush=True)
     else:
         model, python, name = sys.argv[3], sys.argv[4], sys.argv[5]
-        config = ServeConfig(model=model, served_model_name=name, max_model_len=512)
+        api_servers = int(sys.argv[6]) if len(sys.argv) > 6 else None
+        config = ServeConfig(model=model, served_model_name=name, max_model_len=512, api_server_count=api_servers)
         # niced as the tuner's trials on the cpu profile are
         server = start_server(
             config, python=python, log_dir=log_dir, warmup_requests=1, grace_s=5.0, nice=CPU_SERVER_NICE
         )
-        print(json.dumps({"pgid": server.pgid, "pid": server.pid, "url": server.url}), flush=True)
+        up = {"pgid": server.pgid, "pid": server.pid, "url": server.url, "log": str(server.log_path)}
+        print(json.dumps({**up, "max_model_len": server.readback.max_model_len}), flush=True)
     sys.stdin.read()
 
 
