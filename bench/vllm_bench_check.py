@@ -103,6 +103,17 @@ def slo_values(result: dict[str, Any], slos: tuple[SLO, ...], keep: list[bool]) 
     return out
 
 
+def error_counts(errors: list[str]) -> dict[str, int]:
+    """Each failed request's error as its last line (vLLM keeps a whole traceback, or the HTTP reason), counted:
+    a failed request is data, and what failed it tells a server's refusal from a dropped connection."""
+    counts: dict[str, int] = {}
+    for e in errors:
+        if e:
+            line = next((x.strip() for x in reversed(e.strip().splitlines()) if x.strip()), e)
+            counts[line[:200]] = counts.get(line[:200], 0) + 1
+    return counts
+
+
 def summarize(result: dict[str, Any], slos: tuple[SLO, ...]) -> dict[str, Any]:
     starts = result["start_times"]
     mid = (min(starts) + max(starts)) / 2
@@ -119,6 +130,7 @@ def summarize(result: dict[str, Any], slos: tuple[SLO, ...]) -> dict[str, Any]:
     return {
         "completed": result["completed"],
         "failed": sum(1 for e in result["errors"] if e),
+        "errors": error_counts(result["errors"]),
         "duration_s": result["duration"],
         "request_throughput": result["request_throughput"],
         "slo_values": whole,

