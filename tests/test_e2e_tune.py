@@ -161,6 +161,7 @@ def test_launch_sh_holds_the_certified_rate_under_vllms_own_benchmark(study, tmp
     model, out, proc, env = study
     best = json.loads((out / "best.json").read_text())
     rate, name = best["certified_rate_req_s"], best["best"]["config"]["served_model_name"]
+    assert rate is not None, f"nothing certified to check: {best['headline']['line']}"
     port = _free_port()
     log = tmp_path / "launch.log"  # a file, not a pipe: an undrained pipe blocks the server's logging
     with log.open("w") as sink:

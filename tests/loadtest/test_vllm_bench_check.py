@@ -39,13 +39,13 @@ def test_every_slo_metric_is_judged_and_a_failure_counts_as_a_miss():
     assert s["held"] is False  # ttft's median (200 ms) misses 150 ms
     assert s["vllm_reported"]["p95_tpot_ms"] == 10.0
     assert s["failed"] == 1 and s["errors"] == {"Bad Request": 1}
+    assert summarize(_result(), parse_slos("tpot_p99=20ms"))["slo_values"]["tpot_p99"] is None  # the failure
 
 
 def test_each_error_is_counted_by_its_last_line():
     last = "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected"
     trace = f"Traceback (most recent call last):\n  File x\n{last}\n"
     assert error_counts(["", trace, trace, "Bad Request"]) == {last: 2, "Bad Request": 1}
-    assert summarize(_result(), parse_slos("tpot_p99=20ms"))["slo_values"]["tpot_p99"] is None  # the failure
 
 
 def _metrics(queries: int, hits: int, preemptions: int) -> tuple[dict, dict]:

@@ -106,6 +106,21 @@ def test_the_headline_compares_like_with_like():
     assert confirmed.basis == CONFIRMED and confirmed.gain == pytest.approx(0.6)
     failed = headline(summary, {1: cert_of(best, None)}, None)
     assert failed.certification_failed and failed.rate_req_s == 10.0 and "no soak held" in failed.rate_text()
+    assert not failed.held_unconfirmed
+
+
+def test_a_certification_whose_holds_each_missed_on_another_server_does_not_say_none_held():
+    """The long e2e run of 2026-12-04 night (results/cpu-e2e-crosscheck-2026-12-04-e): 6.876 missed on server 0,
+    5.662 and 6.269 held on server 1, 6.269 missed on server 2 and 5.662 on server 3: nothing certified, and the
+    files said "no soak held"."""
+    best = trial(0, 6.876, baseline=True)
+    rates = ((6.876, False, 0), (5.662, True, 1), (6.269, True, 1), (6.269, False, 2), (5.662, False, 3))
+    cert = Certification(0, 6.876, 120.0, tuple(replace(soak(r, h), server=n) for r, h, n in rates))
+    assert cert.certified_rate is None
+    assert "NOT certified (5.662, 6.269 req/s held on a fresh server and missed on another)" in cert.line()
+    head = headline(summarize([best]), {0: cert}, None)
+    assert head.certification_failed and head.held_unconfirmed and "no soak held" not in head.line()
+    assert "every rate that held missed on another fresh server" in head.to_dict()["line"]
 
 
 def test_every_file_states_the_same_headline(tmp_path):

@@ -133,13 +133,20 @@ class Certification:
 
     def line(self) -> str:
         if self.certified_rate is None:
-            why = self.fail_reason or f"no soak held down to {self.soaks[-1].rate:.3f} req/s"
+            why = self.fail_reason or self._why_none()
             return f"trial {self.trial}: NOT certified ({why}); the search's estimate was {self.estimate_req_s:.3f}"
         where = "a fresh server" if self.servers < 2 else f"{self.servers} fresh servers"
         return (
             f"trial {self.trial}: certified {self.certified_rate:.3f} req/s ({self.soak_s:.0f}-s soaks held on "
             f"{where}; the search's estimate {self.estimate_req_s:.3f})"
         )
+
+    def _why_none(self) -> str:
+        held = sorted({s.rate for s in self.soaks if s.holds})
+        if not held:
+            return f"no soak held down to {self.soaks[-1].rate:.3f} req/s"
+        rates = ", ".join(f"{r:.3f}" for r in held)
+        return f"{rates} req/s held on a fresh server and missed on another"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -38,7 +38,8 @@ class Headline:
     gain: float | None
     basis: str | None  # CERTIFIED | CONFIRMED | SEARCH; None without a gain
     single_measurement: bool = False  # the gain rests on one search measurement of the best or the defaults
-    certification_failed: bool = False  # a soak was asked for and none held
+    certification_failed: bool = False  # a soak was asked for and no rate was certified
+    held_unconfirmed: bool = False  # ... although a soak held: each rate that held missed on another fresh server
     overruled_trial: int | None = None  # the search's best, certified below vLLM's defaults (or another trial)
     overruled_req_s: float | None = None
     gpus: tuple[int, int] | None = None  # (best, defaults) when their layouts differ: the gain is then per GPU
@@ -63,7 +64,9 @@ class Headline:
             )
         if self.estimate_req_s is None:
             return "no rate held"
-        why = "no soak held" if self.certification_failed else "not certified"
+        why = "not certified"
+        if self.certification_failed:
+            why = "every rate that held missed on another fresh server" if self.held_unconfirmed else "no soak held"
         return f"{self.estimate_req_s:.3f} req/s, the search's estimate ({why})"
 
     def overruled_text(self) -> str:
@@ -172,6 +175,7 @@ def _headline(
         gain=None,
         basis=None,
         certification_failed=cert is not None and cert.certified_rate is None,
+        held_unconfirmed=cert is not None and cert.certified_rate is None and any(s.holds for s in cert.soaks),
         shared_host=_shared_host(cert),
         servers=max(1, cert.servers) if cert else 1,
     )

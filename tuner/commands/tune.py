@@ -65,7 +65,13 @@ def print_outcome(
             "of one configuration can differ by 20 % or more (results/README.md, 'Search quality so far'); "
             "certification (--soak-seconds) or --confirm 2 re-measures both on fresh servers"
         )
-    if head.certification_failed:
+    if head.held_unconfirmed:
+        print(
+            f"warning: every rate that held {slo} on a fresh server missed on another: what this configuration "
+            "sustains differs between servers by more than the soaks' steps here, so nothing is certified "
+            "(report.html lists each soak and why)"
+        )
+    elif head.certification_failed:
         print(
             f"warning: no soak held {slo} on a fresh server down to the search's lowest passing rate: the search's "
             "short levels overstate what this configuration sustains (report.html lists each soak and why)"
