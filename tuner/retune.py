@@ -125,7 +125,7 @@ def _retune_changed(
     if head is not None and head.certified_req_s is not None:  # certified on a fresh server: that verifies it
         check, rate = CertifiedCheck(head.certified_req_s), head.certified_req_s
     elif head is not None and head.certification_failed:
-        check, rate = CertifiedCheck(None), best.best_rate
+        check, rate = CertifiedCheck(None, head.held_unconfirmed), best.best_rate
     else:  # no certification (--soak-seconds 0): one verification soak below the search's estimate
         ctx = trial_context(inputs, new_dir / "logs")
         frozen = pinned(best.config, best.readback, inputs.spec, inputs.gpu.is_cpu)  # as launch.sh starts it

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from launch.config import ServeConfig
+from tuner.certify.headline import uncertified_why
 from tuner.certify.verify import Verification
 
 NO_WINNER = "no trial of the re-tune met the SLOs"
@@ -53,9 +54,10 @@ class Reverified:
 
 @dataclass(frozen=True)
 class CertifiedCheck:
-    """A re-tune's winner checked by its own certification: the rate a soak held at (None: none held)."""
+    """A re-tune's winner checked by its own certification: the rate it certified (None: none certified)."""
 
     certified_rate_req_s: float | None
+    held_unconfirmed: bool = False  # none certified although a soak held: it missed on another fresh server
 
     @property
     def slo_met(self) -> bool:
@@ -63,7 +65,7 @@ class CertifiedCheck:
 
     def to_dict(self) -> dict[str, object]:
         if self.certified_rate_req_s is None:
-            return {"certified_rate_req_s": None, "fail": "no soak held"}
+            return {"certified_rate_req_s": None, "fail": uncertified_why(self.held_unconfirmed)}
         return {"certified_rate_req_s": self.certified_rate_req_s}
 
 

@@ -79,6 +79,10 @@ def test_a_retune_without_a_winner_is_a_regression_with_its_reason() -> None:
     [
         (CertifiedCheck(2.9), {"certified_rate_req_s": 2.9}),
         (CertifiedCheck(None), {"certified_rate_req_s": None, "fail": "no soak held"}),
+        (
+            CertifiedCheck(None, held_unconfirmed=True),
+            {"certified_rate_req_s": None, "fail": "every rate that held missed on another fresh server"},
+        ),
         (Verification(2.6, False, 0.0, None, "slo_not_met: x", 60.0), None),
     ],
 )

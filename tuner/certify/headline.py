@@ -26,6 +26,11 @@ BASIS_TEXT = {
 }
 
 
+def uncertified_why(held_unconfirmed: bool) -> str:
+    """Why a certification stated no rate, in the words every file of the study uses."""
+    return "every rate that held missed on another fresh server" if held_unconfirmed else "no soak held"
+
+
 @dataclass(frozen=True)
 class Headline:
     best_trial: int | None
@@ -66,7 +71,7 @@ class Headline:
             return "no rate held"
         why = "not certified"
         if self.certification_failed:
-            why = "every rate that held missed on another fresh server" if self.held_unconfirmed else "no soak held"
+            why = uncertified_why(self.held_unconfirmed)
         return f"{self.estimate_req_s:.3f} req/s, the search's estimate ({why})"
 
     def overruled_text(self) -> str:
