@@ -16,6 +16,7 @@ from launch.config import ServeConfig
 from launch.fingerprint import model_fingerprint
 from tuner.inputs import Inputs, measure_plan
 from tuner.layout import searched_layouts
+from tuner.search.families import launched_family
 from tuner.search.progress import Progress
 from tuner.search.space import SpaceContext, suggest_config
 from tuner.search.study import STUDY_NAME, storage_for
@@ -151,14 +152,20 @@ class TuneRun:
 def trial_job(
     base: ServeConfig, sctx: SpaceContext, tctx: TrialContext, progress: Progress, run: TrialRunner
 ) -> Callable[[optuna.Trial, str | None], TrialResult]:
-    """What runs one asked trial on a device: vLLM's defaults for the baseline, else the suggested config,
+    """What runs one asked trial on a device: vLLM's defaults for the baseline (with a family's settings for that
+    family's first launch under --predict: tuner.search.families), else the suggested config,
     on the GPUs its layout needs (tuner.trial.device_rules), by ``run`` (tuner.trial.runner.run_trial)."""
 
     def run_one(trial: optuna.Trial, device: str | None) -> TrialResult:
         baseline = bool(trial.user_attrs.get("is_baseline"))
-        config = base if baseline else suggest_config(trial, sctx)
+        family = None if baseline else launched_family(base, trial.user_attrs)
+        config, what = (
+            (base, "baseline (vLLM defaults)") if baseline else (family, "vLLM's defaults with its family's settings ")
+        )
+        if config is None:
+            config, what = suggest_config(trial, sctx), "config "
         say = functools.partial(progress.say, trial=trial.number)
-        say(("baseline (vLLM defaults)" if baseline else "config ") + str(config.knobs()))
+        say(what + str(config.knobs()))
         ctx = seeded_context(tctx, trial.user_attrs, say)
         with tctx.rules.placed(config.gpus, device) as where:
             return run(trial.number, config, baseline, ctx, say, device=where)

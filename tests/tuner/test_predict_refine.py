@@ -41,7 +41,7 @@ def test_refinement_climbs_from_a_sample_that_misses_the_best() -> None:
     cal = fake.calibrate([], None)
     ranked = fake.rank(list(configs), cal)
     lines: list[str] = []
-    out, known = refined(fake.model(), cal, ranked, configs, SCTX, lines.append)
+    out, known = refined(lambda cs: fake.rank(cs, cal), ranked, configs, SCTX, lines.append)
     # two rounds: the best of the sample's top's neighbours, then the best of that one's
     first = max(neighbours(configs[ranked[0].config], SCTX).items(), key=lambda kv: truth(kv[0]))
     second = max([first, *neighbours(first[1], SCTX).items()], key=lambda kv: truth(kv[0]))
@@ -59,7 +59,7 @@ def test_a_refined_search_launches_the_better_neighbour_first(tmp_path) -> None:
     launched = max(results_of(study), key=lambda r: r.number)
     assert not launched.is_baseline and truth(launched.config) > best_sampled
     cal = fake.calibrate([], None)
-    out, _ = refined(fake.model(), cal, fake.rank(list(sample), cal), sample, SCTX, lambda _m: None)
+    out, _ = refined(lambda cs: fake.rank(cs, cal), fake.rank(list(sample), cal), sample, SCTX, lambda _m: None)
     assert launched.config == out[0].config  # the refined ranking's top, launched right after the defaults
     assert any("one knob from the" in line for line in lines)
 

@@ -11,6 +11,7 @@ from launch.config import ServeConfig
 from perfmodel.costs import Costs
 from perfmodel.family import family_of
 from perfmodel.rank import Calibration, Prediction
+from tuner.search.families import family_launch, launched_family
 from tuner.search.predict_model import Model, sample_space
 from tuner.search.predict_search import CALIBRATION_ATTR, PREDICTED_ATTR, run_predicted
 from tuner.search.predict_stop import STOPPED_ATTR
@@ -59,7 +60,7 @@ class FakeModel:
 
 def fake_run_one(trial, device):
     baseline = bool(trial.user_attrs.get("is_baseline"))
-    config = BASE if baseline else suggest_config(trial, SCTX)
+    config = BASE if baseline else launched_family(BASE, trial.user_attrs) or suggest_config(trial, SCTX)
     rate = truth(config)
     return TrialResult(trial.number, COMPLETE, baseline, config, slo_met=True, goodput_req_s=rate, best_rate=rate)
 
@@ -104,6 +105,8 @@ def test_launches_the_top_prediction_then_each_unseen_family_then_stops_within_t
     assert results[1].config == ranked[0].config  # the best predicted first
     assert results[1].extra[PREDICTED_ATTR]["predicted_capacity_req_s"] == pytest.approx(truth(results[1].config))
     assert results[2].config.speculative_method  # then the family the model cannot predict, measured
+    assert results[2].config == family_launch(BASE, results[2].config)  # at vLLM's defaults with its settings
+    assert any("trial 2: COMPLETE" in x and "the model has no speculative steps" in x for x in lines), lines
     assert "not calibrated" in results[2].extra[PREDICTED_ATTR]["unseen"]
     assert results[2].extra[PREDICTED_ATTR]["predicted_capacity_req_s"] is None
     assert len(results) == 3 < 10  # then it stops: nothing left is predicted above the best measured

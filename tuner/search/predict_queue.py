@@ -1,11 +1,12 @@
 """What ``tune --predict`` has left to launch (tuner.search.predict_search): the trusted predictions best first, one
 configuration per kind of engine family the model has not calibrated, and the best prediction whose rate fills
 max_num_seqs; and when launching more cannot pay (the model's demonstrated error). Of the configurations the model
-cannot tell apart, the one closest to vLLM's defaults goes first (tuner.search.departures)."""
+cannot tell apart, the one closest to vLLM's defaults goes first (tuner.search.departures); an uncalibrated family
+is launched at vLLM's defaults with its own settings where the KV budget allows (tuner.search.families)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -81,6 +82,22 @@ class Queue:
         """After a refit: ``again``, the best predictions left predicted anew, replace them; one whose rate now
         fills max_num_seqs leaves the trusted ones."""
         return Queue((*_trusted(again), *self.predicted[len(again) :]), self.unseen, self.moved)
+
+    def launching(self, family_launch: Callable[[Prediction], Prediction | None]) -> Queue:
+        """Each uncalibrated family launched as ``family_launch`` makes it (tuner.search.families), where it can."""
+        unseen = tuple(
+            (family_launch(p) or p) if p.capacity_req_s is None and p.seq_bound is None else p for p in self.unseen
+        )
+        return Queue(self.predicted, unseen, self.moved)
+
+    def adding(self, ranked: Sequence[Prediction], launched: set[ServeConfig]) -> Queue:
+        """With ``ranked``'s trusted predictions not yet launched (a family calibrated since) merged in, best first."""
+        new = [p for p in _trusted(ranked) if p.config not in launched and p.config not in self._configs()]
+        merged = sorted((*self.predicted, *new), key=lambda p: -(p.capacity_req_s or 0.0))
+        return Queue(tuple(merged), self.unseen, self.moved)
+
+    def _configs(self) -> set[ServeConfig]:
+        return {p.config for p in (*self.predicted, *self.unseen)}
 
     def without(self, config: ServeConfig) -> Queue:
         predicted = tuple(p for p in self.predicted if p.config != config)

@@ -1,14 +1,16 @@
 """``tune --predict`` (issue #24): predict, then measure. After vLLM's defaults are measured, perfmodel is
 calibrated on them, a sample of the search space is budgeted and ranked (and refined one knob around its best:
 tuner.search.refine), and only the best predicted configurations are launched (what is left to launch:
-tuner.search.predict_queue), one at a time, each refitting the model on every launch of the defaults' engine
-family so far. Launching stops when no configuration left is predicted to beat the best measured capacity by more
-than the model's demonstrated error (median |predicted − measured| of its launches; an error over TRUSTED_ERROR
-stops nothing), or at --trials.
+tuner.search.predict_queue), one at a time, each refitting the model on every launch of its engine family so
+far (tuner.search.predict_fit). Launching stops when no configuration left is predicted to beat the best measured
+capacity by more than the model's demonstrated error (median |predicted − measured| of its launches; an error
+over TRUSTED_ERROR stops nothing), or at --trials.
 
 A sampled configuration of an engine family the model has not calibrated (speculative decoding, the quantized
-variant, an fp8 KV cache) is not predicted: the first of each such family is measured after the top prediction,
-as any trial (with random weights the space holds no speculation: tuner.search.space). So is the best
+variant, an fp8 KV cache) is not predicted: each such family is measured after the top prediction, at vLLM's
+defaults with the family's settings (tuner.search.families; with random weights the space holds no speculation:
+tuner.search.space). A family the model describes is then calibrated on that launch, and its configurations are
+predicted and launched as the defaults' family's are. So is the best
 prediction whose rate fills max_num_seqs (Prediction.seq_bound): an upper bound the model overrates, measured
 once if it beats the best measured capacity, never stopped on nor refitted on.
 """
@@ -18,17 +20,20 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from perfmodel.family import family_of
-from perfmodel.rank import Calibration, Check, Prediction
+from perfmodel.family import Family, family_of
+from perfmodel.rank import Prediction
 from tuner.report.predict_report import measured_rate, prediction_attr, with_prediction
+from tuner.search.families import FAMILY_ATTR, Calibrations, Ranker, family_settings, ranker
+from tuner.search.predict_fit import CALIBRATION_ATTR, Fitted, calibrated, family_launcher, refit, store
 from tuner.search.predict_model import Model, sample_space
-from tuner.search.predict_queue import TRUSTED_ERROR, Queue, converged
+from tuner.search.predict_queue import Queue, converged
 from tuner.search.predict_stop import record_stop, sample_fingerprint, stopped_on
 from tuner.search.refine import refined
 from tuner.search.study import finished, results_of, run_study
-from tuner.trial.result import PREDICTED, TrialResult, TrialState
+from tuner.trial.result import PREDICTED, TrialResult
 from tuner.trial.scheduler import Scheduler
 
 if TYPE_CHECKING:
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
 
 PREDICTED_ATTR = PREDICTED  # an enqueued trial's prediction (user attr), kept in its TrialResult.extra
 __all__ = [
+    "CALIBRATION_ATTR",
     "Queue",
     "converged",
     "guided_search",
@@ -49,9 +55,8 @@ __all__ = [
     "run_predicted",
     "with_prediction",
 ]
-CALIBRATION_ATTR = "perfmodel_calibration"  # the study's latest calibration (Calibration.to_dict)
 Configs = Mapping["ServeConfig", dict[str, Any]]  # the configurations ranked, each with the Optuna params to launch it
-Widen = Callable[[Calibration, list[Prediction], Configs], tuple[list[Prediction], Configs]]
+Widen = Callable[[Ranker, list[Prediction], Configs], tuple[list[Prediction], Configs]]
 RERANK = 24  # after a refit, the best this many left are predicted again (0.5-1 s each on 2 cores)
 
 
@@ -59,11 +64,9 @@ def _knobs(p: Prediction) -> str:
     return str(p.config.knobs())
 
 
-def _first_ranking(
-    model: Model, cal: Calibration, configs: Sequence[ServeConfig], say: Callable[[str], None]
-) -> list[Prediction]:
+def _first_ranking(rank: Ranker, configs: Sequence[ServeConfig], say: Callable[[str], None]) -> list[Prediction]:
     t0 = time.monotonic()
-    ranked = model.rank(configs, cal)
+    ranked = rank(configs)
     unseen = [p for p in ranked if p.capacity_req_s is None]
     say(
         f"--predict: {len(configs)} configurations sampled, {len(configs) - len(ranked)} dropped by the KV budget, "
@@ -73,34 +76,6 @@ def _first_ranking(
     for i, p in enumerate([p for p in ranked if p.capacity_req_s is not None][:3], 1):
         say(f"--predict: #{i} predicted {p.capacity_req_s:.3f} req/s: {_knobs(p)}")
     return ranked
-
-
-def _refit(
-    model: Model, cal: Calibration, measured: list[TrialResult], new: TrialResult, trusted: bool = True
-) -> tuple[Calibration, str]:
-    """After a launch of the calibrated family: its check (predicted before, measured after) and the refit.
-    An untrusted prediction (its rate filled max_num_seqs) is neither checked nor refitted on: the model's steps
-    do not describe that regime, and its demonstrated error is the trusted predictions'."""
-    pred = new.predicted.capacity_req_s if new.predicted else None
-    rate = measured_rate(new)
-    if family_of(new.launched or new.config) != cal.family or new.state != TrialState.COMPLETE:
-        what = f"{rate:.3f} req/s measured" if rate else (new.fail_reason or "no capacity measured")
-        return cal, f"trial {new.number}: {new.state}, {what} (not refitted on)"
-    if not trusted:
-        error = f", predicted {pred:.3f} ({100 * (pred / rate - 1):+.1f} %)" if pred and rate else ""
-        return cal, f"trial {new.number}: measured {rate or 0:.3f} req/s{error}; it fills max_num_seqs: not refitted on"
-    measured.append(new)
-    checks = (Check(new.number, pred, rate),) if pred is not None and rate else ()
-    cal = model.calibrate(measured, cal.checked(*checks))
-    err = cal.demonstrated_error
-    line = f"trial {new.number}: measured {rate or 0:.3f} req/s"
-    if checks:
-        line += f", predicted {pred:.3f} ({100 * checks[0].rel_error:+.1f} %)"
-    if err is not None:
-        line += f"; demonstrated error now {100 * err:.1f} %"
-        if err > TRUSTED_ERROR:
-            line += f" (over {100 * TRUSTED_ERROR:.0f} %: not trusted to stop the search)"
-    return cal, line + "; refitted"
 
 
 def guided_search(
@@ -114,7 +89,7 @@ def guided_search(
     widen: Widen | None = None,
 ) -> int:
     """Run the study's trials up to ``total`` as the model directs; ``run_until(n)`` runs trials until the
-    study holds ``n`` finished ones (the baseline is enqueued first). ``widen``: the first ranking refined (more
+    study holds ``n`` finished ones (the baseline is enqueued first). ``widen``: a ranking refined (more
     configurations, with their params). Returns how many ran here."""
     ran = run_until(1) if not _baseline(results_of(study)) else 0
     base = _baseline(results_of(study))
@@ -125,19 +100,21 @@ def guided_search(
     if why := _nothing_to_rank(study, total, sample):  # a resumed call that certifies, say
         say(f"--predict: {why}")
         return ran
-    cal, measured = _calibrated(study, model, base)
-    launched = {r.config for r in results_of(study)}
-    ranked = _first_ranking(model, cal, list(configs), say)
+    state = _Search(model, *calibrated(study, model, base), configs, widen, say)
+    ranked = _first_ranking(state.rank, list(configs), say)
     if widen is not None:
-        ranked, configs = widen(cal, ranked, configs)
-    queue = Queue.of(ranked, launched, model.departures)
+        ranked, state.configs = widen(state.rank, ranked, state.configs)
+    launched = {r.config for r in results_of(study)}
+    state.queue = Queue.of(ranked, launched, model.departures).launching(
+        family_launcher(model, state.cals, base.config)
+    )
     done_predicted = sum(1 for r in results_of(study) if r.predicted and r.predicted.capacity_req_s is not None)
     durations: list[float] = []
     while len(finished(study)) < total:
         best = max((x for r in results_of(study) if (x := measured_rate(r)) is not None), default=None)
-        queue = queue.beating(best)
-        stop = converged(best, queue.predicted, cal.demonstrated_error)
-        pick = queue.next(done_predicted, stop)
+        state.queue = state.queue.beating(best)
+        stop = converged(best, state.queue.predicted, state.cals.demonstrated_error)
+        pick = state.queue.next(done_predicted, stop)
         if pick is None:
             say(f"--predict: no more launches: {stop}")
             record_stop(study, _numbers(study), sample, stop or "nothing left to launch")
@@ -145,21 +122,63 @@ def guided_search(
         if budget is not None and (why := _no_time(budget, durations or launch_seconds(results_of(study)))):
             say(f"--predict: {why}: no new trial starts (resume to continue)")
             break
-        study.enqueue_trial(configs[pick.config], user_attrs={PREDICTED_ATTR: prediction_attr(pick)})
+        _enqueue(study, pick, state.configs)
         say(f"--predict: launching {_what(pick, model.departures(pick.config))}: {_knobs(pick)}")
         t0, before = time.monotonic(), len(finished(study))
         ran += run_until(before + 1)
         durations.append(time.monotonic() - t0)
-        queue = queue.without(pick.config)
+        state.queue = state.queue.without(pick.config)
         new = max(results_of(study), key=lambda r: r.number)
         if len(finished(study)) == before or new.config != pick.config:
             break  # given up (time budget): the study stays resumable
         done_predicted += int(pick.capacity_req_s is not None)
-        cal, line = _refit(model, cal, measured, new, trusted=pick.seq_bound is None)
-        study.set_user_attr(CALIBRATION_ATTR, cal.to_dict())
-        say("--predict: " + line)
-        queue = queue.reranked(model.rank([p.config for p in queue.predicted[:RERANK]], cal))
+        state.learn(study, new, trusted=pick.seq_bound is None)
     return ran
+
+
+@dataclass
+class _Search:
+    """The guided search's working state: the calibrations, the trials each was fitted on, what is left to launch."""
+
+    model: Model
+    cals: Calibrations
+    fitted: Fitted
+    configs: Configs
+    widen: Widen | None
+    say: Callable[[str], None]
+    queue: Queue = field(default_factory=lambda: Queue((), ()))
+
+    def rank(self, configs: Sequence[ServeConfig]) -> list[Prediction]:
+        return ranker(self.model.rank, self.cals)(configs)
+
+    def learn(self, study: optuna.Study, new: TrialResult, trusted: bool) -> None:
+        """After a launch: refit (or calibrate its family), store, and predict again what is left."""
+        self.cals, line, calibrated_now = refit(self.model, self.cals, self.fitted, new, trusted)
+        store(study, self.cals)
+        self.say("--predict: " + line)
+        if calibrated_now is not None:
+            self._add_family(calibrated_now, {r.config for r in results_of(study)})
+        self.queue = self.queue.reranked(self.rank([p.config for p in self.queue.predicted[:RERANK]]))
+
+    def _add_family(self, family: Family, launched: set[ServeConfig]) -> None:
+        """A family calibrated on its first launch: its sampled configurations predicted (and refined) and queued."""
+        t0 = time.monotonic()
+        ranked = self.rank([c for c in self.configs if family_of(c) == family])
+        if self.widen is not None:
+            ranked, self.configs = self.widen(self.rank, ranked, self.configs)
+        mine = [p for p in ranked if p.capacity_req_s is not None and family_of(p.config) == family]
+        self.queue = self.queue.adding(mine, launched)
+        top = f"; the best {mine[0].capacity_req_s:.3f} req/s: {_knobs(mine[0])}" if mine else ""
+        self.say(f"--predict: {len(mine)} configurations of {family} predicted ({time.monotonic() - t0:.0f} s){top}")
+
+
+def _enqueue(study: optuna.Study, pick: Prediction, configs: Mapping[ServeConfig, dict[str, Any]]) -> None:
+    """``pick`` enqueued with its prediction: by its params, or (a family's first launch: vLLM's defaults with the
+    family's settings, tuner.search.families) by those settings."""
+    attrs: dict[str, Any] = {PREDICTED_ATTR: prediction_attr(pick)}
+    if pick.config not in configs:
+        attrs[FAMILY_ATTR] = family_settings(pick.config)
+    study.enqueue_trial(configs.get(pick.config, {}), user_attrs=attrs)
 
 
 def _nothing_to_rank(study: optuna.Study, total: int, sample: str) -> str | None:
@@ -170,15 +189,6 @@ def _nothing_to_rank(study: optuna.Study, total: int, sample: str) -> str | None
     if stopped := stopped_on(study, _numbers(study), sample):
         return f"the search stopped on these {len(stopped.trials)} trials before ({stopped.reason}): nothing to rank"
     return None
-
-
-def _calibrated(study: optuna.Study, model: Model, base: TrialResult) -> tuple[Calibration, list[TrialResult]]:
-    """The study's calibration (stored by an earlier call, else fitted on the defaults, and stored) and the trials it
-    was fitted on, the defaults first."""
-    stored = study.user_attrs.get(CALIBRATION_ATTR)
-    cal = Calibration.from_dict(stored) if stored else model.calibrate([base], None)
-    study.set_user_attr(CALIBRATION_ATTR, cal.to_dict())
-    return cal, [base, *(r for r in results_of(study) if r.number in cal.trials and r.number != base.number)]
 
 
 def _what(pick: Prediction, moved: int) -> str:
@@ -236,8 +246,8 @@ def run_predicted(
 
     configs = sample_space(sctx, settings.predict_sample, settings.seed)
 
-    def widen(cal: Calibration, ranked: list[Prediction], known: Configs) -> tuple[list[Prediction], Configs]:
-        return refined(model, cal, ranked, known, sctx, say)
+    def widen(rank: Ranker, ranked: list[Prediction], known: Configs) -> tuple[list[Prediction], Configs]:
+        return refined(rank, ranked, known, sctx, say)
 
     return guided_search(study, settings.trials, run_until, model, configs, say, one_device.rules.budget, widen)
 

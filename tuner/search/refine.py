@@ -1,9 +1,9 @@
 """``tune --predict``'s ranking refined around its best: a random sample of the space can miss the region the model
 itself rates best. On H200 run d the sample of 60 held nothing near the A30 grid's best point, which the model put
 5 % above the configuration the search launched and which measured ~9 % above it
-(results/h200-a30-grid-best-remeasured-2026-12-03). So, from the top trusted prediction and the first configuration
-of each engine family not calibrated, every configuration one knob away is predicted too, for up to ROUNDS rounds
-while that moves the top."""
+(results/h200-a30-grid-best-remeasured-2026-12-03). So, from the top trusted prediction of each calibrated family
+and the first configuration of each engine family not calibrated, every configuration one knob away is predicted
+too, for up to ROUNDS rounds while that moves the top."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from perfmodel.family import family_of
+from perfmodel.family import Family, family_of
 from tuner.search.space import GMU_RANGE, knob_choices, suggest_config
 
 if TYPE_CHECKING:
     from launch.config import ServeConfig
-    from perfmodel.rank import Calibration, Prediction
-    from tuner.search.predict_model import Model
+    from perfmodel.rank import Prediction
+    from tuner.search.families import Ranker
     from tuner.search.space import SpaceContext
 
 ROUNDS = 2
@@ -59,19 +59,21 @@ def kind(config: ServeConfig) -> tuple[str, str, int, str]:
 
 
 def seeds(ranked: Sequence[Prediction]) -> list[Prediction]:
-    """The top trusted prediction and the first configuration of each kind of family not calibrated (its ranking
-    figure orders them): the ones the search launches."""
-    top = [p for p in ranked if p.capacity_req_s is not None and p.seq_bound is None][:1]
+    """The top trusted prediction of each calibrated family and the first configuration of each kind of family not
+    calibrated (its ranking figure orders them): the ones the search launches."""
+    top: dict[Family, Prediction] = {}
+    for p in ranked:
+        if p.capacity_req_s is not None and p.seq_bound is None:
+            top.setdefault(family_of(p.config), p)
     unseen: dict[tuple[str, str, int, str], Prediction] = {}
     for p in ranked:
         if p.capacity_req_s is None:
             unseen.setdefault(kind(p.config), p)
-    return [*top, *unseen.values()]
+    return [*top.values(), *unseen.values()]
 
 
 def refined(
-    model: Model,
-    cal: Calibration,
+    rank: Ranker,
     ranked: Sequence[Prediction],
     configs: Mapping[ServeConfig, dict[str, Any]],
     sctx: SpaceContext,
@@ -90,7 +92,7 @@ def refined(
         # predicted capacities stand as they are (same calibration); the uncalibrated seeds are ranked again beside
         # the neighbours, since only one ranking orders an uncalibrated family by its figure
         unseen = {s.config for s in before if s.capacity_req_s is None}
-        again = model.rank([*unseen, *new], cal)
+        again = rank([*unseen, *new])
         out = merge(again, [p for p in out if p.config not in unseen])
         if [s.config for s in seeds(out)] == [s.config for s in before]:
             break
