@@ -16,7 +16,7 @@ from launch.config import ServeConfig
 from launch.fingerprint import model_fingerprint
 from tuner.inputs import Inputs, measure_plan
 from tuner.layout import searched_layouts
-from tuner.search.families import launched_family
+from tuner.search.families import CALIBRATES_ATTR, launched_family
 from tuner.search.progress import Progress
 from tuner.search.space import SpaceContext, suggest_config
 from tuner.search.study import STUDY_NAME, storage_for
@@ -176,11 +176,15 @@ def trial_job(
 def seeded_context(tctx: TrialContext, attrs: dict[str, Any], say: Callable[[str], None]) -> TrialContext:
     """The trial's context: its levels bracket the capacity perfmodel predicted for it (tune --predict enqueued
     it with one: tuner.trial.capacity, the seeded search); where tune --predict launched it unpredicted (an engine
-    family not calibrated), its first level is the best capacity so far; else the run's own."""
+    family not calibrated), its first level is the best capacity so far, unless its levels are to calibrate that
+    family (tuner.search.families: measured in full, as the defaults are); else the run's own."""
     stored = attrs.get(PREDICTED)
     if not stored:
         return tctx
     expected = Predicted.from_dict(stored).capacity_req_s
+    if expected is None and attrs.get(CALIBRATES_ATTR):
+        say("not predicted: measured in full, as the defaults are, to calibrate its engine family")
+        return tctx
     if expected is None:
         return _challenged(tctx, say)
     plan = replace(tctx.plan, expected_req_s=expected)

@@ -12,7 +12,7 @@ from launch.config import ServeConfig
 from perfmodel.family import family_of
 from perfmodel.rank import Calibration, Check, Prediction
 from tests.tuner.test_predict_search import COSTS, truth
-from tuner.search.families import FAMILIES_ATTR, Calibrations, family_launch, launched_family, ranker
+from tuner.search.families import CALIBRATES_ATTR, FAMILIES_ATTR, Calibrations, family_launch, launched_family, ranker
 from tuner.search.predict_fit import CALIBRATION_ATTR, family_launcher
 from tuner.search.predict_model import Model
 from tuner.search.predict_queue import Queue
@@ -78,6 +78,8 @@ def test_an_unseen_family_is_launched_at_the_defaults_then_calibrated_and_its_be
     assert first.kv_cache_dtype in (None, "auto")  # the top prediction of the calibrated family first
     assert family == replace(BASE, kv_cache_dtype="fp8")  # then vLLM's defaults with an fp8 cache, nothing else
     assert results[2].extra[PREDICTED_ATTR]["predicted_capacity_req_s"] is None
+    attrs = {t.number: t.user_attrs for t in study.trials}
+    assert attrs[2][CALIBRATES_ATTR] and not any(CALIBRATES_ATTR in attrs[n] for n in (0, 1, 3))  # measured in full
     assert any(f"trial 2: measured {FP8_GAIN * 10:.3f} req/s; calibrated" in x and "KV fp8 on it" in x for x in lines)
     # calibrated on it, the fp8 family's best predicted beats the best measured: launched as a prediction, checked
     assert best.kv_cache_dtype == "fp8" and best != family

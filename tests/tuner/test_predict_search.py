@@ -107,6 +107,7 @@ def test_launches_the_top_prediction_then_each_unseen_family_then_stops_within_t
     assert results[2].config.speculative_method  # then the family the model cannot predict, measured
     assert results[2].config == family_launch(BASE, results[2].config)  # at vLLM's defaults with its settings
     assert any("trial 2: COMPLETE" in x and "the model has no speculative steps" in x for x in lines), lines
+    assert "calibrates_family" not in study.trials[2].user_attrs  # measured only: challenged at the best so far
     assert "not calibrated" in results[2].extra[PREDICTED_ATTR]["unseen"]
     assert results[2].extra[PREDICTED_ATTR]["predicted_capacity_req_s"] is None
     assert len(results) == 3 < 10  # then it stops: nothing left is predicted above the best measured

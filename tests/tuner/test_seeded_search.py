@@ -4,6 +4,7 @@ test_measure (its SLO holds while the rate is under 0.8 x its capacity)."""
 from dataclasses import replace
 
 from tests.tuner.test_measure import SLOS, FakeReport, server
+from tuner.search.families import CALIBRATES_ATTR
 from tuner.trial.capacity import MeasurePlan, capacity_search
 from tuner.trial.context import TrialContext
 from tuner.trial.result import PREDICTED, Predicted
@@ -93,3 +94,11 @@ def test_an_unpredicted_launch_has_to_beat_the_best_so_far():
     assert challenged.plan == replace(MeasurePlan(), challenge_req_s=64.628)
     assert said == ["not predicted: its first level is the best capacity so far, 64.63 req/s; a miss there ends it"]
     assert seeded_context(ctx, {}, said.append) is ctx  # an unguided trial (no --predict) is measured in full
+
+
+def test_an_unpredicted_launch_that_calibrates_its_family_is_measured_in_full():
+    said: list[str] = []
+    ctx = replace(_ctx(), best_capacity=lambda: 64.628)
+    unseen = {PREDICTED: Predicted(None, unseen="engine family not calibrated").to_dict(), CALIBRATES_ATTR: True}
+    assert seeded_context(ctx, unseen, said.append) is ctx  # no challenge: a miss at the best so far would end it
+    assert said == ["not predicted: measured in full, as the defaults are, to calibrate its engine family"]

@@ -36,6 +36,7 @@ FAMILY_FIELDS = (
     "speculative_model",
 )
 FAMILY_ATTR = "family_launch"  # user attr of a trial that launches vLLM's defaults with a family's settings
+CALIBRATES_ATTR = "calibrates_family"  # user attr: an unpredicted launch measured in full, to calibrate its family
 FAMILIES_ATTR = "perfmodel_family_calibrations"  # the other families' calibrations (Calibration.to_dict each)
 Ranker = Callable[[Sequence["ServeConfig"]], list[Prediction]]
 

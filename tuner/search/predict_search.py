@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING, Any
 from perfmodel.family import Family, family_of
 from perfmodel.rank import Prediction
 from tuner.report.predict_report import measured_rate, prediction_attr, with_prediction
-from tuner.search.families import FAMILY_ATTR, Calibrations, Ranker, family_settings, ranker
+from tuner.search.families import (
+    CALIBRATES_ATTR,
+    FAMILY_ATTR,
+    Calibrations,
+    Ranker,
+    family_settings,
+    modelled,
+    ranker,
+)
 from tuner.search.predict_fit import CALIBRATION_ATTR, Fitted, calibrated, family_launcher, refit, store
 from tuner.search.predict_model import Model, sample_space
 from tuner.search.predict_queue import Queue, converged
@@ -174,10 +182,13 @@ class _Search:
 
 def _enqueue(study: optuna.Study, pick: Prediction, configs: Mapping[ServeConfig, dict[str, Any]]) -> None:
     """``pick`` enqueued with its prediction: by its params, or (a family's first launch: vLLM's defaults with the
-    family's settings, tuner.search.families) by those settings."""
+    family's settings, tuner.search.families) by those settings; an unpredicted launch that will calibrate its family
+    is marked to be measured in full."""
     attrs: dict[str, Any] = {PREDICTED_ATTR: prediction_attr(pick)}
     if pick.config not in configs:
         attrs[FAMILY_ATTR] = family_settings(pick.config)
+    if pick.capacity_req_s is None and modelled(family_of(pick.config)):
+        attrs[CALIBRATES_ATTR] = True  # not challenged at the best so far: the levels calibrate its family
     study.enqueue_trial(configs.get(pick.config, {}), user_attrs=attrs)
 
 
