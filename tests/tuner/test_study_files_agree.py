@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# studies whose best.json has the one headline every output reads (older ones wrote each file on its own)
+# studies whose best.json has the one headline every output reads (older ones wrote each file on its own), nested
+# ones included (a run folder's predict/, ten/, ...)
 HEADLINED = sorted(
-    p.parent for p in ROOT.glob("results/*/best.json") if isinstance(json.loads(p.read_text()).get("headline"), dict)
+    p.parent for p in ROOT.glob("results/**/best.json") if isinstance(json.loads(p.read_text()).get("headline"), dict)
 )
 
 
