@@ -17,7 +17,6 @@ once if it beats the best measured capacity, never stopped on nor refitted on.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from tuner.search.families import (
 from tuner.search.predict_fit import CALIBRATION_ATTR, Fitted, calibrated, family_launcher, refit, store
 from tuner.search.predict_model import Model, sample_space
 from tuner.search.predict_queue import Queue, converged
-from tuner.search.predict_stop import record_stop, sample_fingerprint, stopped_on
+from tuner.search.predict_stop import launch_seconds, no_time, record_stop, sample_fingerprint, stopped_on
 from tuner.search.refine import refined
 from tuner.search.study import finished, results_of, run_study
 from tuner.trial.result import PREDICTED, TrialResult
@@ -127,7 +126,7 @@ def guided_search(
             say(f"--predict: no more launches: {stop}")
             record_stop(study, _numbers(study), sample, stop or "nothing left to launch")
             break
-        if budget is not None and (why := _no_time(budget, durations or launch_seconds(results_of(study)))):
+        if budget is not None and (why := no_time(budget, durations or launch_seconds(results_of(study)))):
             say(f"--predict: {why}: no new trial starts (resume to continue)")
             break
         _enqueue(study, pick, state.configs)
@@ -208,31 +207,6 @@ def _what(pick: Prediction, moved: int) -> str:
     if pick.capacity_req_s is None:
         return f"not predicted ({off}): {pick.unseen}"
     return f"predicted {pick.capacity_req_s:.3f} req/s ({off})" + (f" ({pick.seq_bound})" if pick.seq_bound else "")
-
-
-def _no_time(budget: TimeBudget, launches: Sequence[float]) -> str | None:
-    """Why a launch starting now would not finish inside the time budget, or None. ``launches``: how long this
-    run's launches took (a server's start and its measurement), else the study's launched trials (a resumed call:
-    the defaults' launch, say). A launch that cannot finish would only start a server for the budget's gate to stop
-    unmeasured (tuner.trial.time_budget), so none starts when a typical launch, or a typical measurement of this run,
-    no longer fits in what is left."""
-    left = budget.left()
-    if launches and (typical := statistics.median(launches)) > left:
-        return f"time budget nearly spent ({max(left, 0.0):.0f} s left, a launch takes {typical:.0f} s here)"
-    if budget.overrun() is not None:
-        return f"time budget nearly spent ({max(left, 0.0):.0f} s left, less than a measurement takes here)"
-    return None
-
-
-def launch_seconds(results: Sequence[TrialResult]) -> list[float]:
-    """Each launched trial's start-to-stop time from its timeline (trials an older slotune stored have none)."""
-    out = []
-    for r in results:
-        t = r.timeline or {}
-        began, ended = t.get("launched"), t.get("stopped")
-        if isinstance(began, int | float) and isinstance(ended, int | float) and ended > began:
-            out.append(float(ended - began))
-    return out
 
 
 def run_predicted(
