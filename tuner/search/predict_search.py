@@ -163,8 +163,9 @@ class _Search:
         self.cals, line, calibrated_now = refit(self.model, self.cals, self.fitted, new, trusted)
         store(study, self.cals)
         self.say("--predict: " + line)
-        if calibrated_now is not None:
+        if calibrated_now is not None:  # no other calibration moved: its predictions are the only new ones
             self._add_family(calibrated_now, {r.config for r in results_of(study)})
+            return
         self.queue = self.queue.reranked(self.rank([p.config for p in self.queue.predicted[:RERANK]]))
 
     def _add_family(self, family: Family, launched: set[ServeConfig]) -> None:
