@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from configs import GEMMA2_9B, GEMMA3_1B, LLAMA_3_8B, MIXTRAL_8X7B, QWEN2_5_7B
@@ -46,7 +47,8 @@ def test_every_recorded_vllm_cpu_run_is_predicted_exactly(run) -> None:
     windows, MLA, the largest length that fits and one block past it. Nothing is fitted on the CPU."""
     knobs = {k: v for k, v in run.settings.items() if k in ServeConfig.__dataclass_fields__ and k != "env"}
     env = {str(k): str(v) for k, v in (run.settings.get("env") or {}).items()}
-    b = estimate_budget(run.spec(), CPU, cfg(**knobs), vllm_version=run.vllm_version, env=env)
+    host = replace(CPU, fp8_kv=True)  # its fp8 run started where it was recorded; this host may lack AVX-512
+    b = estimate_budget(run.spec(), host, cfg(**knobs), vllm_version=run.vllm_version, env=env)
     assert b.feasible == run.reported["started"], b.reasons
     if run.reported["started"]:
         assert b.kv_tokens == run.reported["kv_tokens"]
@@ -131,6 +133,16 @@ def test_fp8_kv_halves_bytes_per_token() -> None:
     fp8 = estimate_budget(spec, H200, cfg(max_model_len=8192, kv_cache_dtype="fp8"), vllm_version="0.26.0", env={})
     assert fp8.kv_bytes_per_token * 2 == auto.kv_bytes_per_token
     assert fp8.kv_tokens == pytest.approx(2 * auto.kv_tokens, rel=0.001)
+
+
+@pytest.mark.parametrize("fp8_kv", [False, True])
+def test_fp8_kv_on_a_cpu_without_avx512_is_refused_with_why(fp8_kv: bool) -> None:
+    spec = ModelSpec.from_config(QWEN2_5_7B)
+    cpu = replace(CPU, fp8_kv=fp8_kv)
+    b = estimate_budget(spec, cpu, cfg(max_model_len=4096, kv_cache_dtype="fp8"), vllm_version="0.32.0", env={})
+    refused = [r for r in b.reasons if "kv_cache_dtype fp8" in r]
+    assert bool(refused) is not fp8_kv
+    assert all("needs AVX-512 or AMX" in r and r.endswith("use auto") for r in refused)
 
 
 def test_tensor_parallel_splits_weights_and_kv_heads() -> None:

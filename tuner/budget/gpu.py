@@ -95,6 +95,13 @@ class GPUProfile:
             if not is_cpu:
                 raise ProfileError(f"{origin}: memory_bytes 'host' is only valid for the cpu profile")
             memory = _host_memory_bytes()
+        fp8_kv = data["fp8_kv"]
+        if fp8_kv == "host":
+            if not is_cpu:
+                raise ProfileError(f"{origin}: fp8_kv 'host' is only valid for the cpu profile")
+            fp8_kv = host_fp8_kv()
+        if not isinstance(fp8_kv, bool):
+            raise ProfileError(f"{origin}: fp8_kv is {fp8_kv!r}; give true or false (or 'host' in the cpu profile)")
         for key in ("memory_bytes", "bandwidth_bytes_s", "bf16_tflops", "fp8_tflops"):
             value = memory if key == "memory_bytes" else data[key]
             if value is not None and not _positive_number(value):
@@ -109,7 +116,7 @@ class GPUProfile:
                 bf16_tflops=float(data["bf16_tflops"]),
                 fp8_tflops=None if data["fp8_tflops"] is None else float(data["fp8_tflops"]),
                 compute_capability=str(data["compute_capability"]),
-                fp8_kv=bool(data["fp8_kv"]),
+                fp8_kv=fp8_kv,
                 is_cpu=is_cpu,
                 hourly_price_usd=_price(data.get("hourly_price_usd"), origin),
                 sources=tuple(sorted((str(k), str(v)) for k, v in (data.get("sources") or {}).items())),
@@ -151,6 +158,16 @@ def _host_memory_bytes() -> int:
         if line.startswith("MemTotal:"):
             return int(line.split()[1]) * 1024
     raise ProfileError("/proc/meminfo has no MemTotal; give memory_bytes as a number in the cpu profile")
+
+
+def host_fp8_kv(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether vLLM-CPU serves an fp8 KV cache on this host: its CPU attention needs AVX-512 or AMX tiles."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return "amx_tile" in flags or {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(flags)
 
 
 def _match_builtin(device_name: str) -> GPUProfile | None:

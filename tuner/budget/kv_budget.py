@@ -86,7 +86,8 @@ def estimate_budget(
     block = config.block_size or default_block_size(spec, gpu)
     reasons: list[str] = []
     if kv_dtype != "auto" and kv_dtype.startswith("fp8") and not gpu.fp8_kv:
-        reasons.append(f"kv_cache_dtype {kv_dtype} is not supported on {gpu.name}; use auto")
+        why = " (vLLM-CPU needs AVX-512 or AMX for it; this host's CPU has neither)" if gpu.is_cpu else ""
+        reasons.append(f"kv_cache_dtype {kv_dtype} is not supported on {gpu.name}{why}; use auto")
     tp = eff.tensor_parallel_size
     weights = -(-(spec.weight_bytes if gpu.is_cpu else gpu_weight_bytes(spec, kv_dtype)) // tp)
     memory = kv_memory(spec, gpu, config, eff, weights, environ, calibration)
