@@ -16,7 +16,7 @@ from tuner.search.families import CALIBRATES_ATTR, FAMILIES_ATTR, Calibrations, 
 from tuner.search.predict_fit import CALIBRATION_ATTR, family_launcher
 from tuner.search.predict_model import Model
 from tuner.search.predict_queue import Queue
-from tuner.search.predict_search import PREDICTED_ATTR, run_predicted
+from tuner.search.predict_search import PREDICTED_ATTR, _Search, run_predicted
 from tuner.search.space import SpaceContext, suggest_config
 from tuner.search.study import enqueue_first, open_study, results_of
 from tuner.settings.tune_settings import TuneSettings
@@ -134,3 +134,23 @@ def test_a_familys_launch_whose_calibration_was_not_stored_is_calibrated_on_resu
     assert fake.fits == [("fp8", [2]), ("fp8", [2, 3])]  # calibrated on its launch again, then the launch it chose
     last = max(results_of(study), key=lambda r: r.number)
     assert last.number == 3 and last.config.kv_cache_dtype == "fp8" and last.predicted.capacity_req_s
+
+
+def test_a_familys_refinement_queues_its_neighbours_in_other_calibrated_families():
+    """H200 run g: refined around the fp8 family's best, its auto-KV twin was predicted above the best measured, then
+    left out of the queue, and the search stopped on a lower 'best prediction left'."""
+    fp8, fp8_small = replace(BASE, kv_cache_dtype="fp8"), replace(BASE, kv_cache_dtype="fp8", max_num_seqs=64)
+    twin = replace(BASE, max_num_seqs=512)  # the auto KV cache: the defaults' family, calibrated
+    fake = FamilyModel()
+    cals = Calibrations(fake.calibrate([TrialResult(0, COMPLETE, True, BASE)], None))
+    cals = cals.with_cal(fake.calibrate([TrialResult(2, COMPLETE, False, fp8)], None))
+
+    def widen(rank, ranked, known):
+        return [*rank([twin]), *ranked], {**known, twin: {}}
+
+    lines: list[str] = []
+    state = _Search(Model(fake.calibrate, fake.rank), cals, {}, {fp8: {}, fp8_small: {}}, widen, lines.append)
+    state._add_family(family_of(fp8), launched={BASE, fp8})
+    assert [p.config for p in state.queue.predicted] == [twin, fp8_small]  # best first; the launched one not again
+    assert state.queue.predicted[0].capacity_req_s == served(twin) > served(fp8_small)
+    assert f"1 one knob away in other families, the best {served(twin):.3f} req/s" in lines[-1]

@@ -175,8 +175,13 @@ class _Search:
         if self.widen is not None:
             ranked, self.configs = self.widen(self.rank, ranked, self.configs)
         mine = [p for p in ranked if p.capacity_req_s is not None and family_of(p.config) == family]
-        self.queue = self.queue.adding(mine, launched)
+        # the refinement's neighbours in other calibrated families (its KV dtype changed back, say): predicted too
+        others = [p for p in ranked if p.capacity_req_s is not None and family_of(p.config) != family]
+        self.queue = self.queue.adding([*mine, *others], launched)
         top = f"; the best {mine[0].capacity_req_s:.3f} req/s: {_knobs(mine[0])}" if mine else ""
+        if others:
+            top += (f"; {len(others)} one knob away in other families, the best {others[0].capacity_req_s:.3f} "
+                    f"req/s: {_knobs(others[0])}")  # fmt: skip
         self.say(f"--predict: {len(mine)} configurations of {family} predicted ({time.monotonic() - t0:.0f} s){top}")
 
 
