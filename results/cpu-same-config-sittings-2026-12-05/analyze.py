@@ -1,4 +1,4 @@
-"""Read-only (nothing measured): one configuration launched in five `tune --predict` sittings on vLLM-CPU beside that
+"""Read-only (nothing measured): one configuration launched in six `tune --predict` sittings on vLLM-CPU beside that
 sitting's vLLM's defaults, under the lifetimes rule (tiny random Llama, `chat`, `ttft_p95=2s`). How far apart the
 measurements of the same pair lie bounds how close a model calibrated on one sitting's defaults can come.
 
@@ -14,7 +14,8 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parents[1]
 STUDIES = ("cpu-lifetimes-2026-12-04/first", "cpu-lifetimes-2026-12-04/predict", "cpu-lifetimes-2026-12-04/third",
-           "cpu-lifetimes-2026-12-04/fourth", "cpu-family-launch-2026-12-05/predict")  # fmt: skip
+           "cpu-lifetimes-2026-12-04/fourth", "cpu-family-launch-2026-12-05/predict",
+           "cpu-predict-sitting-2026-12-05/predict")  # fmt: skip
 KNOBS = ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
          "enable_prefix_caching", "kv_cache_dtype", "block_size", "tensor_parallel_size", "speculative_method")  # fmt: skip
 PAIR = ("", "4096", "512", "2048", "True", "True", "", "", "", "")  # the configuration every sitting launched
