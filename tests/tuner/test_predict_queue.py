@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from launch.config import ServeConfig
 from perfmodel.rank import Prediction
-from tuner.search.predict_queue import Queue, converged
+from tuner.search.predict_queue import REPEATABILITY, Queue, converged
 
 BASE = ServeConfig(model="/m")
 
@@ -26,6 +26,16 @@ def test_converged_needs_a_shown_error_and_a_best_measured():
     assert "within the model's demonstrated error (10.0 %)" in converged(10.0, left, 0.1)
     assert "every predicted configuration" in converged(10.0, [], None)
     assert converged(10.0, left, 0.3) is None  # over TRUSTED_ERROR: the model does not stop the search
+
+
+def test_a_demonstrated_error_below_a_measurements_repeatability_stops_at_the_repeatability():
+    """One check 1.8 % off (H200 run g) does not make a 3 % predicted gain worth a launch: a measurement of one
+    configuration repeats within 4-7 % on fresh servers, so no launch could show it."""
+    assert REPEATABILITY == 0.05
+    why = converged(74.308, [pred(76.457)], 0.018)
+    assert why and "(1.8 %; 5 % at least: a measurement repeats no closer)" in why
+    assert converged(74.308, [pred(74.308 * 1.06)], 0.018) is None  # over the floor: launched
+    assert converged(10.0, [pred(10.4)], 0.0) and converged(10.0, [pred(10.6)], 0.0) is None
 
 
 def test_queue_order_one_per_unseen_family():
