@@ -78,9 +78,16 @@ def _run(command: str | None, args: argparse.Namespace, prog: str) -> int:
     except _failures() as exc:
         print(f"{prog}: failed: {one_line(str(exc))}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted; every server it started has been stopped", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print("\n".join(interrupted_lines(prog, exc)), file=sys.stderr)
         return 130
+
+
+def interrupted_lines(prog: str, exc: KeyboardInterrupt) -> list[str]:
+    """What an interrupted command says: nothing left running, and what the interrupted step kept (its notes:
+    tuner.certify.certified)."""
+    notes = getattr(exc, "__notes__", ())
+    return [f"{prog}: interrupted; every server it started has been stopped", *(f"{prog}: {n}" for n in notes)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,9 +15,10 @@ from loadtest.dist import Dist
 from loadtest.summary import ReportSummary
 from tests.tuner.certify_fakes import soak
 from tuner.certify.certification import Certification, Soak
-from tuner.certify.certified import certify_study, floor_rate, interrupted, stored, to_certify
+from tuner.certify.certified import certify_study, floor_rate, interrupted, kept_line, stored, to_certify
 from tuner.certify.confirm import Confirmation
 from tuner.certify.headline import CERTIFIED, CONFIRMED, SEARCH, headline
+from tuner.cli import interrupted_lines
 from tuner.report.outputs import summarize, write_outputs
 from tuner.report.report_html import write_report
 from tuner.trial.level import Level
@@ -74,9 +75,14 @@ def test_a_certification_cut_short_keeps_its_soaks_and_a_resume_goes_on_from_the
         keep((soak(10.0, True),))  # one soak done, then the run is interrupted
         raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as cut_short:
         certify_study(study, summary, 30.0, cut, "best")
     assert stored(study) == {} and interrupted(study, 1, 30.0) == (soak(10.0, True),)
+    # what the interrupted tune prints: the soaks kept, the rate held and on how many servers, how to go on
+    assert cut_short.value.__notes__ == [
+        "trial 1's certification was cut after 1 soak(s); 10.000 req/s held on 1 server(s) of the 2 it needs; they "
+        "are kept in the study, and the same command with --resume goes on from them"
+    ]
     assert interrupted(study, 1, 60.0) == ()  # another soak length starts over
 
     def resumed(t, first, prior, keep):
@@ -280,3 +286,21 @@ def test_a_seeded_search_steps_down_to_half_its_estimate():
     seeded = replace(trial(3, 42.29), levels=levels)
     assert floor_rate(seeded) == 42.29 / 2
     assert floor_rate(trial(1, 10.0)) == 5.0  # an unseeded search: its lowest held level, as before
+
+
+def test_the_line_for_a_cut_certification_states_only_what_holds():
+    # H200 run g: a miss at the estimate, three holds and a miss on a second server, cut while a third started
+    soaks = (soak(74.3, False, 46.7), *(replace(soak(r, True), server=1) for r in (42.0, 58.2, 66.2)),
+             replace(soak(70.3, False), server=1))  # fmt: skip
+    line = kept_line(1, soaks)
+    assert "cut after 5 soak(s); 66.200 req/s held on 1 server(s) of the 2 it needs" in line
+    assert "before a soak ended" in kept_line(3, ()) and "held" not in kept_line(2, (soak(5.0, False),))
+
+
+def test_an_interrupted_tune_prints_what_its_certification_kept():
+    exc = KeyboardInterrupt()
+    exc.add_note(kept_line(1, (soak(10.0, True),)))
+    lines = interrupted_lines("tune", exc)
+    assert lines[0] == "tune: interrupted; every server it started has been stopped"
+    assert lines[1].startswith("tune: trial 1's certification was cut after 1 soak(s)") and len(lines) == 2
+    assert interrupted_lines("tune", KeyboardInterrupt()) == lines[:1]  # nothing kept: the one line as before

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from tuner.certify.certification import Certification, KeepSoaks, Soak
+from tuner.certify.confirming import SERVERS, eligible_rates, servers_holding
 from tuner.certify.summary import Summary
 from tuner.trial.result import TrialResult
 
@@ -92,7 +93,13 @@ def certify_study(
         if old is not None and old.soak_s == soak_s:
             continue
         keep = functools.partial(_keep_interrupted, study, trial.number, soak_s)
-        have[trial.number] = run(trial, (first or {}).get(trial.number), interrupted(study, trial.number, soak_s), keep)
+        try:
+            have[trial.number] = run(
+                trial, (first or {}).get(trial.number), interrupted(study, trial.number, soak_s), keep
+            )
+        except KeyboardInterrupt as exc:
+            exc.add_note(kept_line(trial.number, interrupted(study, trial.number, soak_s)))
+            raise
         study.set_user_attr(STUDY_ATTR, [c.to_dict() for c in have.values()])
         _keep_interrupted(study, trial.number, soak_s, None)
     return have
@@ -104,6 +111,18 @@ def interrupted(study: AttrStore, trial: int, soak_s: float) -> tuple[Soak, ...]
     if not kept or kept["soak_s"] != soak_s:
         return ()
     return tuple(Soak.from_dict(d) for d in kept["soaks"])
+
+
+def kept_line(trial: int, soaks: tuple[Soak, ...]) -> str:
+    """What a cut certification leaves for a resumed call: its soaks so far, and the rate that holds among them."""
+    if not soaks:
+        return f"trial {trial}'s certification was cut before a soak ended: a resumed call starts it again"
+    best = max(eligible_rates(soaks), default=None)
+    on = (
+        f"; {best:.3f} req/s held on {servers_holding(soaks, best)} server(s) of the {SERVERS} it needs" if best else ""
+    )
+    return (f"trial {trial}'s certification was cut after {len(soaks)} soak(s){on}; they are kept in the study, and "
+            "the same command with --resume goes on from them")  # fmt: skip
 
 
 def _keep_interrupted(study: AttrStore, trial: int, soak_s: float, soaks: tuple[Soak, ...] | None) -> None:
