@@ -20,9 +20,8 @@ if TYPE_CHECKING:
 # a model off by more than this (median over its launches) does not stop the search: its ranking still orders
 # the launches, up to --trials (the validation's worst errors were 19-32 % on the H200: docs/perfmodel.md)
 TRUSTED_ERROR = 0.25
-# one configuration's search estimates on fresh servers of one machine differ by 4-7 % (H200: 76.068 and 72.896,
-# 70.311 and 65.827; results/h200-a30-grid-best-remeasured-2026-12-03): a launch cannot show a smaller gain, and a
-# smaller demonstrated error (one or two checks) is luck, so the stop rule's margin is at least this
+# how closely one configuration's search estimates repeat on fresh servers (docs/perfmodel.md, step 4): a launch
+# cannot show a smaller gain, nor a check a smaller error, so the stop rule's margin is at least this
 REPEATABILITY = 0.05
 
 
