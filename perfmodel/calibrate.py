@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from concurrent.futures import Executor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from perfmodel.capacity import replay_levels
@@ -133,7 +134,7 @@ def fit(
 
     start = base if warm else initial_costs(trials[0], base)
     count = 0
-    with process_pool(worker_count(workers, len(trials)), _hold, (tuple(trials),)) as pool:
+    with trials_pool(trials, workers) as pool:
 
         def objective(logs: list[float]) -> float:
             nonlocal count
@@ -151,6 +152,11 @@ def fit(
         costs = start.with_fitted([math.exp(v) for v in x])
         value, res_list = loss(costs, trials, pool)
     return Fit(costs, value + sum(p.penalty(costs) for p in priors), tuple(res_list), count)
+
+
+def trials_pool(trials: Sequence[ObservedTrial], workers: int | None) -> AbstractContextManager[Executor | None]:
+    """A context of processes that hold ``trials`` (for ``loss``'s ``pool``), or of None where one process does."""
+    return process_pool(worker_count(workers, len(trials)), _hold, (tuple(trials),))
 
 
 def _simplex(x0: list[float], factor: float) -> list[list[float]]:

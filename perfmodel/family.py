@@ -4,7 +4,8 @@ and vLLM build. The KV dtype is part of it because an fp8 cache changes the atte
 only the bytes read: on the H200 with vLLM 0.26 two fp8 configurations certified 8 % below vLLM's defaults
 where halving their KV reads predicted them 21-22 % higher (results/h200-llama-3-8b-a30-predict-2026-12-02-b-each).
 ``rank.predict(..., extrapolate_kv=True)`` still makes that bytes-scaled prediction, marked extrapolated, for
-the offline benches that compare it."""
+the offline benches that compare it. Measured once, such a family keeps its sibling's costs but what its KV reads
+cost (perfmodel.kv_sibling)."""
 
 from __future__ import annotations
 

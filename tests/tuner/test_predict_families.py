@@ -38,11 +38,13 @@ class FamilyModel:
 
     def __init__(self) -> None:
         self.fits: list[tuple[str, list[int]]] = []  # (KV dtype, trials fitted) per calibrate call
+        self.starts: list[str | None] = []  # the KV dtype of the calibration each call started from
 
     def calibrate(self, measured, previous):
         fam = family_of(measured[0].config)
         self.fits.append((fam.kv_dtype, [r.number for r in measured]))
-        checks = previous.checks if previous is not None else ()
+        self.starts.append(previous.family.kv_dtype if previous is not None else None)
+        checks = previous.checks if previous is not None and previous.family == fam else ()
         return Calibration(fam, COSTS, tuple(r.number for r in measured), 0.0, checks)
 
     def rank(self, configs, cal):
@@ -81,12 +83,15 @@ def test_an_unseen_family_is_launched_at_the_defaults_then_calibrated_and_its_be
     attrs = {t.number: t.user_attrs for t in study.trials}
     assert attrs[2][CALIBRATES_ATTR] and not any(CALIBRATES_ATTR in attrs[n] for n in (0, 1, 3))  # measured in full
     assert any(f"trial 2: measured {FP8_GAIN * 10:.3f} req/s; calibrated" in x and "KV fp8 on it" in x for x in lines)
+    # its first calibration starts from the auto family's (a KV-dtype sibling: only the KV reads' cost is fitted)
+    assert any("(the costs of auto KV but its reads: 1.00 x theirs a byte)" in x for x in lines)
     # calibrated on it, the fp8 family's best predicted beats the best measured: launched as a prediction, checked
     assert best.kv_cache_dtype == "fp8" and best != family
     assert results[3].extra[PREDICTED_ATTR]["predicted_capacity_req_s"] == pytest.approx(served(best))
     assert served(best) > served(first)
     assert len(results) == 4 and any("no more launches" in x for x in lines)
     assert fake.fits == [("auto", [0]), ("auto", [0, 1]), ("fp8", [2]), ("fp8", [2, 3])]
+    assert fake.starts == [None, "auto", "auto", "fp8"]
     stored = study.user_attrs[FAMILIES_ATTR]
     assert [d["trials"] for d in stored] == [[2, 3]] and stored[0]["checks"][0]["trial"] == 3
     assert study.user_attrs[CALIBRATION_ATTR]["trials"] == [0, 1]
@@ -130,8 +135,10 @@ def test_a_familys_launch_whose_calibration_was_not_stored_is_calibrated_on_resu
     study = tune(tmp_path, fake, trials=3, lines=lines)
     study.set_user_attr(FAMILIES_ATTR, [])  # as if the call had stopped between the launch and storing its fit
     fake.fits.clear()
+    fake.starts.clear()
     study = tune(tmp_path, fake, trials=10, lines=lines)
     assert fake.fits == [("fp8", [2]), ("fp8", [2, 3])]  # calibrated on its launch again, then the launch it chose
+    assert fake.starts == ["auto", "fp8"]  # again from its KV-dtype sibling's calibration
     last = max(results_of(study), key=lambda r: r.number)
     assert last.number == 3 and last.config.kv_cache_dtype == "fp8" and last.predicted.capacity_req_s
 

@@ -9,8 +9,9 @@ again, where the A30 grid had measured vLLM's defaults with an fp8 cache at 64.9
 further, at 65.9 (docs/perfmodel.md, "Unseen families").
 
 A family whose steps the model describes (another KV dtype, weights or tensor parallelism) is then calibrated on
-that launch, as the defaults' family was on theirs, and its configurations are predicted and launched on the same
-terms. Speculative decoding is measured only: the model has no draft-and-verify steps."""
+that launch, as the defaults' family was on theirs (another KV dtype: the defaults' costs with its KV read cost
+fitted, perfmodel.kv_sibling), and its configurations are predicted and launched on the same terms. Speculative
+decoding is measured only: the model has no draft-and-verify steps."""
 
 from __future__ import annotations
 

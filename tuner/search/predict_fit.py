@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from perfmodel.family import Family, family_of
+from perfmodel.kv_sibling import kv_read_multiple, kv_siblings
 from perfmodel.rank import Calibration, Check, Prediction
 from tuner.report.predict_report import measured_rate
 from tuner.search.families import FAMILIES_ATTR, Calibrations, family_launch, modelled
@@ -44,7 +45,7 @@ def calibrated(study: optuna.Study, model: Model, base: TrialResult) -> tuple[Ca
             and r.config == family_launch(base.config, r.config)
         ):
             fitted[fam] = [r]
-            cals = cals.with_cal(model.calibrate([r], None))
+            cals = cals.with_cal(model.calibrate([r], sibling_of(cals, fam)))
     store(study, cals)
     return cals, fitted
 
@@ -71,8 +72,12 @@ def refit(
     pred = new.predicted.capacity_req_s if new.predicted else None
     if cal is None:
         fitted[fam] = [new]
-        first = model.calibrate([new], None)
-        return cals.with_cal(first), f"trial {new.number}: measured {rate:.3f} req/s; calibrated {fam} on it", fam
+        sibling = sibling_of(cals, fam)
+        first = model.calibrate([new], sibling)
+        line = f"trial {new.number}: measured {rate:.3f} req/s; calibrated {fam} on it"
+        if sibling is not None:
+            line += f" ({sibling_line(first, sibling)})"
+        return cals.with_cal(first), line, fam
     if not trusted:
         error = f", predicted {pred:.3f} ({100 * (pred / rate - 1):+.1f} %)" if pred and rate else ""
         return (
@@ -84,6 +89,17 @@ def refit(
     checks = (Check(new.number, pred, rate),) if pred is not None and rate else ()
     cals = cals.with_cal(model.calibrate(fitted[fam], cal.checked(*checks)))
     return cals, _checked_line(new.number, rate, checks, cals.demonstrated_error), None
+
+
+def sibling_of(cals: Calibrations, family: Family) -> Calibration | None:
+    """The defaults' calibration where ``family`` differs from theirs by KV dtype only: a first calibration of
+    ``family`` keeps its costs but the KV reads' (perfmodel.kv_sibling)."""
+    return cals.main if kv_siblings(family, cals.main.family) else None
+
+
+def sibling_line(cal: Calibration, sibling: Calibration) -> str:
+    multiple = kv_read_multiple(cal, sibling)
+    return f"the costs of {sibling.family.kv_dtype} KV but its reads: {multiple:.2f} x theirs a byte"
 
 
 def _checked_line(number: int, rate: float | None, checks: tuple[Check, ...], err: float | None) -> str:

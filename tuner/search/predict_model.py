@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from perfmodel.family import family_of
+from perfmodel.kv_sibling import calibrate_kv_sibling, kv_siblings
 from perfmodel.observed import ObservedTrial, observe
 from perfmodel.protocol import ShortLevelSearch
 from perfmodel.rank import Calibration, Candidate, Prediction, calibrate, rank
@@ -39,9 +41,11 @@ REFIT_EVALUATIONS = 80  # a refit after a launch starts from the previous costs 
 @dataclass(frozen=True)
 class Model:
     """What the guided search asks of perfmodel (tests inject a fake): ``calibrate(measured, previous)``
-    fits the family of ``measured[0]`` (vLLM's defaults) to every measured trial; ``rank(configs, cal)``
-    predicts the configurations whose KV budget is feasible, best first, unpredictable ones last;
-    ``departures(config)``: how many engine settings it moves from vLLM's defaults (tuner.search.departures)."""
+    fits the family of ``measured[0]`` (vLLM's defaults) to every measured trial, from ``previous``, that family's
+    calibration before the latest launch; for a family's first launch ``previous`` may be the calibration of a
+    family it differs from by KV dtype only, whose costs it keeps but the KV reads' (perfmodel.kv_sibling);
+    ``rank(configs, cal)`` predicts the configurations whose KV budget is feasible, best first, unpredictable ones
+    last; ``departures(config)``: how many engine settings it moves from vLLM's defaults (tuner.search.departures)."""
 
     calibrate: Callable[[Sequence[TrialResult], Calibration | None], Calibration]
     rank: Callable[[Sequence[ServeConfig], Calibration], list[Prediction]]
@@ -127,6 +131,8 @@ def perf_model(ctx: TrialContext) -> Model:
 
     def fit(measured: Sequence[TrialResult], previous: Calibration | None) -> Calibration:
         observed = [o for r in measured for o in observed_levels(r, demand, ctx.plan)]
+        if previous is not None and kv_siblings(family_of(measured[0].config), previous.family):
+            return calibrate_kv_sibling(observed, previous, workers=None)
         evaluations = FIRST_EVALUATIONS if previous is None else REFIT_EVALUATIONS
         # the steps run at the speed of the device serving (an emulated A30 runs at the H200's); the KV blocks
         # come from the emulated memory (candidate)
