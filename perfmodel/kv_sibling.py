@@ -1,12 +1,9 @@
 """A family that differs from a calibrated one by its KV cache dtype only (an fp8 cache beside the defaults' auto)
 runs the same weights, the same host work and the same front end. Its first launch therefore fits one coefficient,
-what a byte of KV cache costs decode attention to read, and keeps every other cost of its sibling. Fitted alone on
-one launch, all five coefficients trade off against each other: on H200 run g the fp8 family put its shortfall in
-the front end and the prefill. One coefficient is determined by one launch.
-
-On the H200 (vLLM 0.26, the A30's memory emulated) the fitted read cost came out 7.3-7.9 times the auto cache's per
-byte in three sittings, so an fp8 token reads ~3.8 times slower than a 16-bit one: fp8 decode attention is not the
-bytes-halved kernel (results/perfmodel-kv-sibling-2026-12-05).
+what a byte of KV cache costs decode attention to read, and keeps every other cost of its sibling: fitted alone on
+one launch, the five coefficients trade off against each other, and one is determined by it. The fp8 kernels are
+not the bytes-halved ones, so the read cost is fitted, not scaled (docs/perfmodel.md, "A KV-dtype family keeps its
+sibling's costs but one").
 """
 
 from __future__ import annotations
@@ -17,9 +14,9 @@ from dataclasses import replace
 
 from perfmodel.calibrate import loss, trials_pool
 from perfmodel.costs import Costs
-from perfmodel.family import Family, family_of
+from perfmodel.family import Family
 from perfmodel.observed import ObservedTrial
-from perfmodel.rank import Calibration
+from perfmodel.rank import Calibration, trials_family
 
 KV_READ_RANGE = (0.25, 32.0)  # the multiples of the sibling's cost per KV byte searched
 KV_READ_GRID = 15  # first a scan of this many multiples, evenly in log units (the loss is not smooth in them)
@@ -39,12 +36,7 @@ def calibrate_kv_sibling(
     best). The sibling's checks do not carry over."""
     from scipy.optimize import minimize_scalar  # lazily: only calibration needs SciPy
 
-    if not trials:
-        raise ValueError("calibrate_kv_sibling needs at least one measured trial")
-    family = family_of(trials[0].config)
-    others = [t.number for t in trials if family_of(t.config) != family]
-    if others:
-        raise ValueError(f"trials {others} are not of the engine family {family}; calibrate each family apart")
+    family = trials_family(trials)
     if not kv_siblings(family, sibling.family):
         raise ValueError(f"{family} is not a KV-dtype sibling of {sibling.family}; calibrate it on its own")
     lo, hi = (math.log(x) for x in KV_READ_RANGE)

@@ -136,12 +136,7 @@ def calibrate(
     """Fit one engine family's costs to ``trials`` (all of that family, under any workloads; the defaults
     first). ``previous``: the calibration before the latest launch; the refit starts from it and keeps its
     checks. ``workers``: processes replaying the trials (None: every usable core)."""
-    if not trials:
-        raise ValueError("calibrate needs at least one measured trial (the defaults)")
-    family = family_of(trials[0].config)
-    others = [t.number for t in trials if family_of(t.config) != family]
-    if others:
-        raise ValueError(f"trials {others} are not of the engine family {family}; calibrate each family apart")
+    family = trials_family(trials)
     if previous is not None and previous.family != family:
         raise ValueError(f"the previous calibration is of {previous.family}, not of {family}")
     physical = physical_costs(spec, gpu, family)
@@ -157,6 +152,17 @@ def calibrate(
     )
     checks = previous.checks if previous is not None else ()
     return Calibration(family, result.costs, tuple(t.number for t in trials), result.loss, checks)
+
+
+def trials_family(trials: Sequence[ObservedTrial]) -> Family:
+    """The one engine family ``trials`` are of (a calibration fits one family at a time)."""
+    if not trials:
+        raise ValueError("calibrate needs at least one measured trial (the defaults)")
+    family = family_of(trials[0].config)
+    others = [t.number for t in trials if family_of(t.config) != family]
+    if others:
+        raise ValueError(f"trials {others} are not of the engine family {family}; calibrate each family apart")
+    return family
 
 
 @dataclass(frozen=True)
