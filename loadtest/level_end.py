@@ -1,5 +1,6 @@
 """When an open-loop level stops sending: after its planned requests, or, with a steady-state length,
-once it has also lasted ``multiple`` times the mean request lifetime so far.
+once it has also lasted ``multiple`` times the mean request lifetime so far; past ``soft_max_s``, once it has
+lasted JUDGED_LIFETIMES of them (what loadtest.steady needs, and one more), as a certifying soak does.
 
 A level must outlast the time its server takes to fill up: a queue that grows shows only after several
 request lifetimes, and the lifetime at a given load is known only once requests complete (at high load
@@ -12,6 +13,9 @@ schedule caps the length (``LoadSpec.max_duration_s``).
 from __future__ import annotations
 
 from loadtest.records import RequestRecord
+from loadtest.steady import MIN_LIFETIMES
+
+JUDGED_LIFETIMES = MIN_LIFETIMES + 1  # a window this many lifetimes long is judged steady or not, not refused
 
 
 class LevelEnd:
@@ -19,8 +23,8 @@ class LevelEnd:
     whether the k-th arrival (at ``offset`` seconds into the level, ``now`` on the records' clock) is past the
     end. Without ``now`` only completed requests count."""
 
-    def __init__(self, planned: int, multiple: float | None) -> None:
-        self.planned, self.multiple = planned, multiple
+    def __init__(self, planned: int, multiple: float | None, soft_max_s: float | None = None) -> None:
+        self.planned, self.multiple, self.soft_max_s = planned, multiple, soft_max_s
         self.e2e_sum, self.completed = 0.0, 0
         self.sent_count, self.sent_sum = 0, 0.0  # the level's sends and the sum of their scheduled times
         self.ended_count, self.ended_sum = 0, 0.0  # of those, the ones that ended (completed or failed)
@@ -54,4 +58,8 @@ class LevelEnd:
         if self.multiple is None:
             return True
         lifetime = self.lifetime(now)
-        return lifetime is not None and offset >= self.multiple * lifetime
+        if lifetime is None:
+            return False
+        if self.soft_max_s is not None and offset >= self.soft_max_s:
+            return offset >= min(self.multiple, JUDGED_LIFETIMES) * lifetime
+        return offset >= self.multiple * lifetime

@@ -147,8 +147,9 @@ class _Run:
         tasks: list[asyncio.Task[RequestRecord]] = []
         sent: list[tuple[Prepared, float]] = []
         planned = s.requests if s.requests is not None else len(offsets)
-        counter = MissCounter(s.slos, planned) if s.abandon_when_lost else None
-        stop = LevelEnd(s.requests or len(offsets), s.steady_e2e_multiple)
+        # lost only once the longest level it may become is lost: a steady-state level sends past ``planned``
+        counter = MissCounter(s.slos, len(offsets)) if s.abandon_when_lost else None
+        stop = LevelEnd(s.requests or len(offsets), s.steady_e2e_multiple, s.steady_soft_max_s)
         lost = asyncio.Event()
 
         def judge(task: asyncio.Task[RequestRecord]) -> None:

@@ -57,6 +57,9 @@ class LoadSpec:
     # times the mean end-to-end latency of its completed requests, for at most ``max_duration_s``
     steady_e2e_multiple: float | None = None
     max_duration_s: float | None = None
+    # with ``steady_e2e_multiple``: past this many seconds the level ends once it has lasted JUDGED_LIFETIMES
+    # (loadtest.level_end), still within ``max_duration_s``: one whose requests live long is judged, not cut short
+    steady_soft_max_s: float | None = None
 
     def __post_init__(self) -> None:
         problems = validate(self)
@@ -95,6 +98,10 @@ def validate(s: LoadSpec) -> list[str]:
         s.rate is None or s.requests is None or s.max_duration_s is None or not s.steady_e2e_multiple > 0
     ):
         p.append("a steady-state level needs --rate, --requests, a positive multiple and a maximum duration")
+    if s.steady_soft_max_s is not None and (
+        s.steady_e2e_multiple is None or s.max_duration_s is None or not 0 < s.steady_soft_max_s <= s.max_duration_s
+    ):
+        p.append("a steady-state level's soft maximum needs a multiple and lies in (0, its maximum duration]")
     if s.arrival not in arrivals.ARRIVALS:
         p.append(f"--arrival {s.arrival!r} is unknown; use one of {', '.join(arrivals.ARRIVALS)}")
     if not _within(s.burstiness, 0, 1e6):

@@ -12,7 +12,7 @@ import pytest
 
 from loadtest.backlog import _compare
 from loadtest.lengths import LengthDist
-from loadtest.level_end import LevelEnd
+from loadtest.level_end import JUDGED_LIFETIMES, LevelEnd
 from loadtest.metrics import compute_metrics
 from loadtest.records import Chunk, RequestRecord
 from loadtest.runner import LoadSpec, run_load
@@ -217,6 +217,18 @@ def test_level_end_waits_for_many_lifetimes() -> None:
     end.add(record(0, 0.0, 0.1, 0.5))
     assert not end.reached(6, 4.9) and end.reached(6, 5.0)
     assert LevelEnd(planned=5, multiple=None).reached(5, 0.0)
+
+
+def test_past_its_soft_maximum_a_level_ends_once_it_can_be_judged() -> None:
+    # requests living 20 s: ten lifetimes (200 s) would pass the 60-s cap, where only 3 had elapsed (refused as
+    # too short); past the soft maximum the level ends at JUDGED_LIFETIMES (100 s), within its hard maximum
+    end = LevelEnd(planned=5, multiple=10.0, soft_max_s=60.0)
+    end.add(record(0, 0.0, 0.5, 20.0))
+    assert JUDGED_LIFETIMES > MIN_LIFETIMES
+    assert not end.reached(6, 60.0) and not end.reached(6, 99.0) and end.reached(6, JUDGED_LIFETIMES * 20.0)
+    short = LevelEnd(planned=5, multiple=10.0, soft_max_s=60.0)
+    short.add(record(0, 0.0, 0.1, 2.0))
+    assert not short.reached(6, 19.0) and short.reached(6, 20.0)  # short lives: ten of them, as before
 
 
 def test_level_end_counts_running_requests_by_their_age() -> None:

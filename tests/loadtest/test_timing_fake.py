@@ -232,3 +232,24 @@ def test_abandon_never_cuts_a_level_that_holds() -> None:
         abandon_when_lost=True,
     )
     assert len(t.requests) == 50 and r.slo_met is True and r.requests_failed == 0
+
+
+def test_a_steady_level_is_abandoned_only_once_its_longest_schedule_is_lost() -> None:
+    """A steady-state level may send past its planned count, so misses are counted against the most it may send:
+    3 failed requests (misses) out of a planned 20 (1 may miss) do not end a level that may send 100 (4 may)."""
+    from loadtest.slo import parse_slos
+
+    sent = iter(range(1000))
+
+    def first_three_fail(req, c):  # type: ignore[no-untyped-def]
+        if next(sent) < 3:
+            return FakeResponse(500, ((0.0, b"overloaded"),), c)
+        return FakeResponse.stream(c, [(0.05, 1), (0.01, 1)])
+
+    steady = dict(concurrency=None, rate=10.0, requests=20, arrival="constant", slos=parse_slos("ttft_p95=1s"))
+    steady.update(steady_e2e_multiple=10.0, max_duration_s=10.0, abandon_when_lost=True)
+    r, t = run(first_three_fail, **steady)
+    assert "abandoned" not in r.failures and r.requests_failed == 3 and len(t.requests) >= 20
+    failing = lambda req, c: FakeResponse(500, ((0.0, b"overloaded"),), c)  # noqa: E731
+    cut, t_cut = run(failing, **steady)
+    assert len(t_cut.requests) < 20 and cut.failures.get("abandoned", 0) > 0

@@ -1,14 +1,19 @@
 """A soak's load (tuner.certify.soak): its seconds at the least, longer while they hold too few request lifetimes
-for loadtest.steady to judge, and never past SOAK_STRETCH times its seconds."""
+for loadtest.steady to judge, and never past SOAK_STRETCH times its seconds; a search level's (rate_level) alike
+past its cap."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from launch.config import ServeConfig
+from loadtest.level_end import JUDGED_LIFETIMES
+from loadtest.runner import LoadSpec
 from loadtest.steady import MIN_LIFETIMES
 from tuner.certify.soak import SOAK_LIFETIMES, SOAK_STRETCH, soak_spec
 from tuner.trial.device_rules import DeviceRules
+from tuner.trial.measuring import rate_level
 from tuner.trial.testing import FakeLauncher, fake_context
 
 
@@ -20,3 +25,14 @@ def test_a_soak_outlasts_the_lifetimes_its_judgement_needs_within_a_bound(tmp_pa
     assert spec.max_duration_s == SOAK_STRETCH * 60.0
     other = soak_spec("http://127.0.0.1:1", ServeConfig(model="/m"), ctx, rate=7.0, seconds=60.0, attempt=1)
     assert other.seed != spec.seed  # another attempt on one server draws other prompts
+
+
+def test_a_search_level_past_its_cap_goes_on_until_it_can_be_judged_within_a_bound(tmp_path: Path) -> None:
+    ctx = fake_context(tmp_path, FakeLauncher(), lambda *_a, **_k: None, DeviceRules())
+    level = rate_level(replace(ctx.plan, level_max_s=60.0), 7.0, 42, may_abandon=True)
+    assert level["steady_soft_max_s"] == 60.0 and level["max_duration_s"] == 2.0 * 60.0
+    assert level["steady_e2e_multiple"] == ctx.plan.level_e2e_multiple and JUDGED_LIFETIMES > MIN_LIFETIMES
+    spec = soak_spec("http://127.0.0.1:1", ServeConfig(model="/m"), ctx, rate=7.0, seconds=60.0, attempt=0)
+    assert LoadSpec(**{**spec.__dict__, **level}).steady_soft_max_s == 60.0  # a valid load
+    fixed = rate_level(replace(ctx.plan, level_e2e_multiple=None), 7.0, 42, may_abandon=False)
+    assert "steady_soft_max_s" not in fixed and fixed["requests"] == 42

@@ -16,6 +16,7 @@ from typing import Any
 from loadtest.host_cpu import HostCpu
 from tuner.certify.certification import Certification
 from tuner.certify.confirm import Confirmation
+from tuner.certify.edge import MissAbove, lowest_miss_above
 from tuner.certify.summary import Summary
 
 CERTIFIED, CONFIRMED, SEARCH = "certified", "confirmed", "search"
@@ -50,6 +51,7 @@ class Headline:
     gpus: tuple[int, int] | None = None  # (best, defaults) when their layouts differ: the gain is then per GPU
     shared_host: HostCpu | None = None  # the certifying soak's host, when other processes used a notable share
     servers: int = 1  # fresh servers that held the certified rate (tuner.certify.confirming)
+    miss_above: MissAbove | None = None  # the lowest rate above the stated one that missed (tuner.certify.edge)
 
     @property
     def rate_req_s(self) -> float | None:
@@ -65,14 +67,18 @@ class Headline:
             )
             return (
                 f"{self.certified_req_s:.3f} req/s certified ({self.soak_s:.0f}-s {self._where()}; "
-                f"the search's estimate {self.estimate_req_s:.3f}{shared})"
+                f"the search's estimate {self.estimate_req_s:.3f}{self._edge()}{shared})"
             )
         if self.estimate_req_s is None:
             return "no rate held"
         why = "not certified"
         if self.certification_failed:
             why = uncertified_why(self.held_unconfirmed)
-        return f"{self.estimate_req_s:.3f} req/s, the search's estimate ({why})"
+        return f"{self.estimate_req_s:.3f} req/s, the search's estimate ({why}{self._edge()})"
+
+    def _edge(self) -> str:
+        stated = self.rate_req_s
+        return f"; {self.miss_above.phrase(stated)}" if self.miss_above is not None and stated else ""
 
     def overruled_text(self) -> str:
         held = "no rate" if self.overruled_req_s is None else f"only {self.overruled_req_s:.3f} req/s"
@@ -144,6 +150,7 @@ class Headline:
             "gain_per_gpu": self.gpus is not None,
             "certified_on_shared_host": self.shared_host.to_dict() if self.shared_host is not None else None,
             "certified_on_servers": self.servers if self.certified_req_s is not None else None,
+            "lowest_miss_above": self.miss_above.to_dict() if self.miss_above is not None else None,
             "line": self.line(),
         }
 
@@ -184,6 +191,7 @@ def _headline(
         shared_host=_shared_host(cert),
         servers=max(1, cert.servers) if cert else 1,
     )
+    stated = replace(stated, miss_above=_miss_above(stated, summary, cert))
     if summary.overruled is not None:
         lost = certifications.get(summary.overruled.number)
         stated = replace(
@@ -199,6 +207,16 @@ def _headline(
         single = min(len(summary.best_capacities), len(summary.baseline_capacities)) == 1
         return replace(stated, gain=summary.gain_over_baseline, basis=SEARCH, single_measurement=single)
     return stated
+
+
+def _miss_above(stated: Headline, summary: Summary, cert: Certification | None) -> MissAbove | None:
+    """The lowest miss above the stated capacity, over the best configuration's soaks and every search level of it
+    (each of its measurements); None where no rate is stated or the certification stated none."""
+    best, rate = summary.best, stated.rate_req_s
+    if best is None or rate is None or stated.certification_failed:
+        return None
+    runs = [r for r in summary.measurements if r.config == best.config] or [best]
+    return lowest_miss_above(rate, cert.soaks if cert else (), (lv for r in runs for lv in r.levels))
 
 
 def _shared_host(cert: Certification | None) -> HostCpu | None:

@@ -11,6 +11,7 @@ from launch.config import ServeConfig
 from loadtest.host_cpu import HostCpu
 from loadtest.redact import without_password
 from loadtest.summary import ReportSummary
+from tuner.certify.edge import MissAbove
 from tuner.document.reader import DocumentError, Fields
 from tuner.settings.tune_settings import TuneSettings
 from tuner.trial.result import TrialState
@@ -150,10 +151,11 @@ class StatedHeadline:
     certified_on_shared_host: HostCpu | None
     certified_on_servers: int | None  # fresh servers that held it; None: not certified, or written before 2026-12-03
     line: str
+    lowest_miss_above: MissAbove | None = None  # tuner.certify.edge; None: nothing above missed, or written before
 
     @classmethod
     def from_fields(cls, f: Fields) -> StatedHeadline:
-        host = f.opt_obj("certified_on_shared_host")
+        host, edge = f.opt_obj("certified_on_shared_host"), f.opt_obj("lowest_miss_above")
         return cls(
             best_trial=f.opt_integer("best_trial"),
             rate_req_s=f.opt_number("rate_req_s"),
@@ -172,4 +174,7 @@ class StatedHeadline:
             certified_on_shared_host=host_cpu(host) if host else None,
             certified_on_servers=f.opt_integer("certified_on_servers"),
             line=f.text("line"),
+            lowest_miss_above=MissAbove(edge.number("rate_req_s"), edge.opt_number("seconds"), edge.text("source"))
+            if edge
+            else None,
         )

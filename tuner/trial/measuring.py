@@ -78,6 +78,21 @@ def hopeless_check(
     return check
 
 
+def rate_level(plan: MeasurePlan, rate: float, n: int, may_abandon: bool) -> dict[str, Any]:
+    """A rate level's load options: ``n`` requests at least, steady-state ones sent for ``level_e2e_multiple``
+    request lifetimes up to ``level_max_s``, past that for JUDGED_LIFETIMES up to ``level_stretch`` times it."""
+    level: dict[str, Any] = dict(
+        rate=rate, requests=n, concurrency=None, duration_s=None, abandon_when_lost=may_abandon
+    )
+    if plan.level_e2e_multiple:
+        level.update(
+            steady_e2e_multiple=plan.level_e2e_multiple,
+            max_duration_s=plan.level_stretch * plan.level_max_s,
+            steady_soft_max_s=plan.level_max_s,
+        )
+    return level
+
+
 def measure_capacity(
     url: str,
     config: ServeConfig,
@@ -95,11 +110,7 @@ def measure_capacity(
         return load_spec(ctx, url, config, level_seed(ctx.plan.seed, number, next(levels)), **kw)
 
     def run_rate(rate: float, n: int, may_abandon: bool) -> LoadReport:
-        steady = {"steady_e2e_multiple": plan.level_e2e_multiple, "max_duration_s": plan.level_max_s}
-        extra = steady if plan.level_e2e_multiple else {}
-        return run_load(
-            spec(rate=rate, requests=n, concurrency=None, duration_s=None, abandon_when_lost=may_abandon, **extra)
-        )
+        return run_load(spec(**rate_level(plan, rate, n, may_abandon)))
 
     def run_probe(conc: int, n: int) -> LoadReport:
         return run_load(spec(rate=None, requests=n, concurrency=conc, duration_s=None))
