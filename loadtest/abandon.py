@@ -8,9 +8,9 @@ N − 1 − ⌊p⌋ requests may miss (failed requests count as misses) and the 
 neighbours of p above the limit: no later request can bring pNN back, so the level is lost.
 Only ttft/tpot/e2e are judged per request here (ITL SLOs never abandon a level: its percentile is
 over tokens, not requests). N is the most requests the level may send: a steady-state level
-(``LoadSpec.steady_e2e_multiple``) goes on past its planned count for as long as its schedule allows. Judged
-on its planned count alone, a level at 32.4 req/s on vLLM-CPU (195 planned, up to 1,946 in its 60 s) was
-called lost at 11 misses, 0.6 % of what it may send, where its p95 may hold with 98.
+(``LoadSpec.steady_e2e_multiple``) goes on past its planned count for as long as its schedule allows, so a
+count judged on the planned requests alone could end a level whose percentile would still hold
+(docs/certification.md, "Levels past their cap").
 """
 
 from __future__ import annotations

