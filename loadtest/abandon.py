@@ -7,7 +7,9 @@ N − 1 − ⌊p⌋ requests may miss (failed requests count as misses) and the 
 (it then interpolates between a request within the limit and one above it). One more miss puts both
 neighbours of p above the limit: no later request can bring pNN back, so the level is lost.
 Only ttft/tpot/e2e are judged per request here (ITL SLOs never abandon a level: its percentile is
-over tokens, not requests). N is the most requests the level may send: a steady-state level
+over tokens, not requests). A request with no first token past a TTFT limit is a certain miss of it, counted
+while still in flight (``InFlight``): at a high load its decode would take seconds more. N is the most requests
+the level may send: a steady-state level
 (``LoadSpec.steady_e2e_multiple``) goes on past its planned count for as long as its schedule allows, so a
 count judged on the planned requests alone could end a level whose percentile would still hold
 (docs/certification.md, "Levels past their cap").
@@ -17,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import deque
 
 from loadtest.client import Prepared
 from loadtest.dist import percentile_position
 from loadtest.metrics import _meets, timings
-from loadtest.records import ABANDONED, RequestRecord
+from loadtest.records import ABANDONED, Chunk, RequestRecord
 from loadtest.slo import SLO
 
 
@@ -40,17 +43,56 @@ class MissCounter:
         self.allowed = {s.key: allowed_misses(planned, s.percentile) for s in self.slos}
         self.misses = dict.fromkeys(self.allowed, 0)
         self.lost_slo: str | None = None
+        self.early: set[tuple[int, str]] = set()  # (request index, SLO key) counted while the request was in flight
+
+    @property
+    def first_token_limit_ms(self) -> float | None:
+        """The lowest TTFT limit: past it, a request in flight with no first token yet is a certain miss."""
+        return min((s.limit_ms for s in self.slos if s.metric == "ttft"), default=None)
+
+    def overdue(self, index: int, age_ms: float) -> bool:
+        """Request ``index`` has had no first token for ``age_ms`` since its scheduled send: a miss of each TTFT SLO
+        whose limit that passes, counted now and not again when it ends."""
+        for slo in self.slos:
+            if slo.metric == "ttft" and age_ms > slo.limit_ms and (index, slo.key) not in self.early:
+                self.early.add((index, slo.key))
+                self._miss(slo.key)
+        return self.lost_slo is not None
 
     def add(self, rec: RequestRecord) -> bool:
         if rec.warmup or not self.slos:
             return self.lost_slo is not None
         t = timings(rec) if rec.ok and rec.chunks else None
         for slo in self.slos:
-            if t is None or not _meets(t, slo):
-                self.misses[slo.key] += 1
-                if self.misses[slo.key] > self.allowed[slo.key] and self.lost_slo is None:
-                    self.lost_slo = slo.key
+            if (rec.index, slo.key) not in self.early and (t is None or not _meets(t, slo)):
+                self._miss(slo.key)
         return self.lost_slo is not None
+
+    def _miss(self, key: str) -> None:
+        self.misses[key] += 1
+        if self.misses[key] > self.allowed[key] and self.lost_slo is None:
+            self.lost_slo = key
+
+
+class InFlight:
+    """A level's requests in flight, oldest first, each looked at once when it passes the lowest TTFT limit: one with
+    no first token by then is a certain miss (``MissCounter.overdue``), counted before it ends (its decode later)."""
+
+    def __init__(self, counter: MissCounter) -> None:
+        self.counter = counter
+        self.limit_s = (counter.first_token_limit_ms or 0.0) / 1000.0
+        self.waiting: deque[tuple[int, float, list[Chunk], asyncio.Task[RequestRecord]]] = deque()
+
+    def sent(self, index: int, scheduled_at: float, events: list[Chunk], task: asyncio.Task[RequestRecord]) -> None:
+        self.waiting.append((index, scheduled_at, events, task))
+
+    def overdue(self, now: float) -> bool:
+        """Count the requests past the limit with no first token at ``now``; True once an SLO is lost."""
+        while self.waiting and now - self.waiting[0][1] > self.limit_s:
+            index, at, events, task = self.waiting.popleft()
+            if not events and not task.done():  # one that ended is counted by ``add``
+                self.counter.overdue(index, (now - at) * 1000.0)
+        return self.counter.lost_slo is not None
 
 
 def level_records(

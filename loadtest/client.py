@@ -76,9 +76,11 @@ async def send(
     req: Prepared,
     scheduled_at: float,
     timeout_s: float,
+    chunks: list[Chunk] | None = None,
 ) -> RequestRecord:
-    """Send one request and observe it; the record's failure is None only for a complete answer."""
-    chunks: list[Chunk] = []
+    """Send one request and observe it; the record's failure is None only for a complete answer. ``chunks``: a list
+    the token events are appended to as they arrive (a caller watching the request in flight)."""
+    chunks = [] if chunks is None else chunks
     state: dict[str, Any] = {"status": None, "usage": None, "done": False}
     sent_at = clock.now()
 

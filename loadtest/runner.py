@@ -17,7 +17,7 @@ import resource
 from dataclasses import replace
 
 from loadtest import arrivals
-from loadtest.abandon import MissCounter, level_records
+from loadtest.abandon import InFlight, MissCounter, level_records
 from loadtest.client import Prepared, build_body, send
 from loadtest.errors import LoadtestInputError, ServerUnreachable
 from loadtest.host_cpu import HostCpuMeter
@@ -25,7 +25,7 @@ from loadtest.level_end import LevelEnd
 from loadtest.metrics import compute_metrics
 from loadtest.prebuild import Prebuilt
 from loadtest.prompts import PromptFactory, load_tokenizer
-from loadtest.records import RequestRecord
+from loadtest.records import Chunk, RequestRecord
 from loadtest.report import LoadReport
 from loadtest.server_metrics import Scraper, summarize
 from loadtest.spec import ENDPOINTS, LoadSpec, base_url, check_server, validate
@@ -151,6 +151,7 @@ class _Run:
         counter = MissCounter(s.slos, len(offsets)) if s.abandon_when_lost else None
         stop = LevelEnd(s.requests or len(offsets), s.steady_e2e_multiple, s.steady_soft_max_s)
         lost = asyncio.Event()
+        watch = InFlight(counter) if counter is not None and counter.first_token_limit_ms is not None else None
 
         def judge(task: asyncio.Task[RequestRecord]) -> None:
             if task.cancelled() or task.exception() is not None:
@@ -169,11 +170,17 @@ class _Run:
                 req = await requests.get(k)
                 t = start + off
                 await self.clock.sleep_until(t)
-                task = asyncio.create_task(send(self.transport, self.clock, self.url, req, t, s.timeout_s))
+                if watch is not None and watch.overdue(self.clock.now()):
+                    lost.set()
+                    break
+                events: list[Chunk] = []
+                task = asyncio.create_task(send(self.transport, self.clock, self.url, req, t, s.timeout_s, events))
                 stop.sent(t)
                 task.add_done_callback(judge)
                 tasks.append(task)
                 sent.append((req, t))
+                if watch is not None:
+                    watch.sent(req.index, t, events, task)
         if lost.is_set():
             for task in tasks:
                 task.cancel()

@@ -207,3 +207,17 @@ def test_sustained_rate_of_a_growing_batch_is_what_it_streamed_not_what_it_compl
     assert completed_by_end / 60.0 < 3.0  # what completions alone would say
     # a batch of N streams N / (0.05 + 0.003 N) tokens/s: 4.1 req/s at 100 running, 4.7 at 200, 5.2 at the most
     assert 4.0 < sustained_rate(out) < 1 / (0.003 * 64)
+
+
+def test_a_miss_counted_in_flight_is_not_counted_again_when_its_request_ends() -> None:
+    from loadtest.abandon import MissCounter
+    from loadtest.records import Chunk, RequestRecord
+    from loadtest.slo import parse_slos
+
+    counter = MissCounter(parse_slos("ttft_p95=1s,e2e_p95=3s"), 20)  # 20 requests: 1 may miss
+    assert counter.first_token_limit_ms == 1000.0
+    assert not counter.overdue(7, 900.0) and counter.misses == {"ttft_p95": 0, "e2e_p95": 0}
+    assert not counter.overdue(7, 1200.0) and not counter.overdue(7, 1500.0)  # once per request
+    late = RequestRecord(index=7, scheduled_at=0.0, sent_at=0.0, chunks=(Chunk(2.0, 1), Chunk(4.0, 1)), done_at=4.0)
+    assert not counter.add(late) and counter.misses == {"ttft_p95": 1, "e2e_p95": 1}  # its E2E miss counts at its end
+    assert counter.overdue(8, 1100.0) and counter.lost_slo == "ttft_p95"

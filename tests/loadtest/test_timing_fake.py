@@ -252,4 +252,19 @@ def test_a_steady_level_is_abandoned_only_once_its_longest_schedule_is_lost() ->
     assert "abandoned" not in r.failures and r.requests_failed == 3 and len(t.requests) >= 20
     failing = lambda req, c: FakeResponse(500, ((0.0, b"overloaded"),), c)  # noqa: E731
     cut, t_cut = run(failing, **steady)
-    assert len(t_cut.requests) < 20 and cut.failures.get("abandoned", 0) > 0
+    assert len(t_cut.requests) < 20 and cut.slo_met is False  # stopped sending once 6 had missed
+
+
+class _Silent(FakeResponse):
+    async def lines(self):  # type: ignore[no-untyped-def, override]
+        await asyncio.sleep(10)  # real time: no first token while the level is sent
+        yield b"data: [DONE]\n"
+
+
+def test_a_request_with_no_first_token_past_the_limit_counts_as_a_miss_before_it_ends() -> None:
+    from loadtest.slo import parse_slos
+
+    kw = dict(concurrency=None, rate=10.0, requests=50, arrival="constant", slos=parse_slos("ttft_p95=1s"))
+    r, t = run(lambda req, c: _Silent(200, (), c), abandon_when_lost=True, timeout_s=2.0, **kw)
+    # at 0.1 s apart, each send finds one more request 1 s old with no token: 4 of them lose the p95 of 50 (3 may miss)
+    assert len(t.requests) < 20 and r.failures.get("abandoned", 0) == len(t.requests)
