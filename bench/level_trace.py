@@ -26,6 +26,7 @@ from loadtest.runner import run_load  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
 from tuner.settings.tune_settings import resolve  # noqa: E402
 from tuner.trial.context import load_spec  # noqa: E402
+from tuner.trial.measuring import rate_level  # noqa: E402
 from tuner.tune_setup import base_config, trial_context  # noqa: E402
 
 
@@ -80,22 +81,8 @@ def main() -> int:
         for _ in range(args.rounds):
             for rate in (float(x) for x in args.rates.split(",")):
                 k += 1
-                rep = run_load(
-                    load_spec(
-                        ctx,
-                        server.url,
-                        config,
-                        2000 + k,
-                        rate=rate,
-                        requests=plan.level_requests(rate),
-                        concurrency=None,
-                        duration_s=None,
-                        abandon_when_lost=False,
-                        steady_e2e_multiple=plan.level_e2e_multiple,
-                        max_duration_s=plan.level_stretch * plan.level_max_s,
-                        steady_soft_max_s=plan.level_max_s,
-                    )
-                )
+                level = rate_level(plan, rate, plan.level_requests(rate), may_abandon=False)  # the search's level
+                rep = run_load(load_spec(ctx, server.url, config, 2000 + k, **level))
                 peaks = {a: b for a, b in rep.server.items() if "wait" in a or "run" in a}
                 print(
                     f"rate {rate}: {'HOLD' if rep.holds else 'MISS'} ttft p95 {rep.ttft_ms.p95:.0f} tpot p95 "
