@@ -1,11 +1,13 @@
 """The model's answers: the levels a measured trial ran, replayed; the short-level capacity search those
 trials ran, replayed with the model as the server; and the steady-state capacity (the highest Poisson rate
-whose SLOs hold once the server has run long enough for its queue to settle)."""
+whose SLOs hold once the server has run long enough for its queue to settle: at least JUDGED_LIFETIMES mean request
+lifetimes, the length the tuner's levels and soaks need before they judge one, loadtest.level_end)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loadtest.level_end import JUDGED_LIFETIMES
 from loadtest.slo import SLO
 from perfmodel.config import EngineConfig
 from perfmodel.costs import Costs
@@ -76,20 +78,37 @@ def predict_search(
 @dataclass(frozen=True)
 class SteadyState:
     """Levels of ``duration_s`` at a constant Poisson rate, each on a fresh server with prompts never sent
-    before; SLOs judged on the requests sent after ``settle_s`` (a queue that grows shows up there)."""
+    before; SLOs judged on the requests sent after ``settle_s`` (a queue that grows shows up there). A level that
+    held but lasted under ``lifetimes`` of its mean request lifetime is run again that long (at most
+    ``max_duration_s``, settling the same fraction): requests living 30 s hide a growing queue from a 60-s level."""
 
     duration_s: float = 60.0
     settle_s: float = 20.0
     rel_tolerance: float = 0.02  # the bisection stops when its bracket is this narrow
     seed: int = 0
+    lifetimes: float = JUDGED_LIFETIMES
+    max_duration_s: float = 600.0
 
 
 def steady_outcome(engine: EngineConfig, costs: Costs, demand: Demand, rate: float, how: SteadyState) -> LevelOutcome:
-    """One steady-state level at ``rate``: the requests sent after ``settle_s`` only."""
-    n = max(1, round(rate * how.duration_s))
+    """One steady-state level at ``rate`` (lengthened to ``how.lifetimes`` request lifetimes where it held but was
+    shorter): the requests sent after its settling time only."""
+    out = _steady_level(engine, costs, demand, rate, how, how.duration_s)
+    if not out.slo_met(demand.slos):
+        return out
+    e2e = out.samples("e2e")
+    needed = min(how.max_duration_s, how.lifetimes * sum(e2e) / len(e2e) / 1e3) if e2e else 0.0
+    return _steady_level(engine, costs, demand, rate, how, needed) if needed > how.duration_s else out
+
+
+def _steady_level(
+    engine: EngineConfig, costs: Costs, demand: Demand, rate: float, how: SteadyState, duration_s: float
+) -> LevelOutcome:
+    n = max(1, round(rate * duration_s))
+    settle_s = how.settle_s * duration_s / how.duration_s
     full = Server(engine, costs).run(demand.open_level(rate, n, how.seed, first=STEADY_FIRST_INDEX), demand.slos)
     start = min(s.sent_s for s in full.served)
-    kept = tuple(s for s in full.served if s.sent_s - start >= how.settle_s)
+    kept = tuple(s for s in full.served if s.sent_s - start >= settle_s)
     return LevelOutcome(kept or full.served, rate=rate, preemptions=full.preemptions, running_peak=full.running_peak)
 
 
