@@ -48,6 +48,9 @@ def test_a_miss_cleared_on_its_own_server_and_the_probe_bound_nothing():
     assert lowest_miss_above(10.0, retried, (probe,)) is None
     other_server = (soak(11.0, False), replace(soak(11.0, True), server=1))  # another server: the miss stands
     assert lowest_miss_above(10.0, other_server, ()) == MissAbove(11.0, 30.0, SOAK)
+    # held on the first server, missed on the second: the miss is told, with its own length, not the hold's
+    held_first = (replace(soak(11.0, True), seconds=103.0), replace(soak(11.0, False), server=1, seconds=141.0))
+    assert lowest_miss_above(10.0, held_first, ()) == MissAbove(11.0, 141.0, SOAK)
 
 
 def test_the_phrase_names_the_rate_its_distance_and_what_missed():

@@ -42,8 +42,10 @@ class MissAbove:
 def lowest_miss_above(stated_req_s: float, soaks: Sequence[Soak], levels: Iterable[Level]) -> MissAbove | None:
     """The lowest miss above ``stated_req_s`` among ``soaks`` (those no retry on the same server cleared) and the
     rate ``levels`` that did not pass; a soak wins a tie (the longer measurement). None: nothing above missed."""
-    missed = set(uncleared_misses(soaks))
-    found = [MissAbove(s.rate, s.seconds, SOAK) for s in soaks if s.rate in missed and s.rate > stated_req_s]
+    missed = set(uncleared_misses(soaks))  # a rate held on one server may miss on another: the miss is told
+    found = [
+        MissAbove(s.rate, s.seconds, SOAK) for s in soaks if not s.holds and s.rate in missed and s.rate > stated_req_s
+    ]
     found += [
         MissAbove(lv.rate, lv.duration_s, LEVEL)
         for lv in levels
