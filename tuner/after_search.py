@@ -14,7 +14,7 @@ from tuner.certify.certification import Certification, KeepSoaks, Soak
 from tuner.certify.certified import certify_study, floor_rate, stored
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
-from tuner.certify.soak import certify_config
+from tuner.certify.soak import certify_config, window_hint
 from tuner.certify.spec_rule import find_twin, speculates, twin_first_rate, twin_of
 from tuner.certify.summary import Summary
 from tuner.report.sample_answer import STUDY_ATTR as SAMPLE_ATTR
@@ -72,6 +72,8 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
             cert = certify_config(t.number, config, full, t.best_rate or 0.0, floor_rate(t), say, where, first,
                                   prior, keep)  # fmt: skip
         say(cert.line())
+        if (hint := window_hint(cert)) is not None:
+            say(hint)
         trial_tokens = t.readback.kv_cache_size_tokens if t.readback else None
         if (odd := kv_mismatch(trial_tokens, [s.report.server.kv_cache_tokens for s in cert.soaks])) is not None:
             say(odd)

@@ -21,86 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from loadtest.host_cpu import HostCpu
-from loadtest.metrics import sustained_rate
-from loadtest.report import LoadReport
-from loadtest.slo import SLO
-from loadtest.steady import Interval, percentile_interval
-from loadtest.summary import ReportSummary
 from tuner.certify.confirming import eligible_rates, next_step, servers_holding, soak_again
+from tuner.certify.soak_record import Soak
+
+__all__ = ["Certification", "KeepSoaks", "Soak", "certify"]  # Soak: where its callers found it before soak_record
 
 
 class Served(Protocol):
     url: str
-
-
-@dataclass(frozen=True)
-class Soak:
-    """One soak: the rate, what it measured, and whether it held (and why not)."""
-
-    rate: float
-    seconds: float  # first scheduled send to last end
-    holds: bool
-    reasons: tuple[str, ...]
-    goodput_req_s: float
-    throughput_tok_s: float
-    throughput_req_s: float  # requests completed per second over the soak (its start and drain included)
-    slo_values: dict[str, float | None]
-    intervals: dict[str, Interval]  # per SLO: a bootstrap interval of its percentile
-    report: ReportSummary
-    host: HostCpu | None = None  # how busy the host was during the soak (loadtest.host_cpu)
-    server: int = 0  # which fresh server of the certification ran it (0: the first)
-    sustained_req_s: float = 0.0  # the rate it kept up with while arrivals lasted (loadtest.metrics; 0.0: unknown)
-
-    def line(self) -> str:
-        vals = ", ".join(
-            f"{k} {v:.0f} ms" + (f" [{iv.low:.0f}, {iv.high:.0f}]" if (iv := self.intervals.get(k)) else "")
-            for k, v in self.slo_values.items()
-            if v is not None
-        )
-        verdict = "held" if self.holds else "missed: " + "; ".join(self.reasons)
-        if not self.holds and self.sustained_req_s > 0:
-            verdict += f"; the server kept up with {self.sustained_req_s:.1f} req/s while arrivals lasted"
-        if not self.holds and (split := self.report.server.ttft_split()) is not None:
-            verdict += f"; {split}"
-        shared = f"; {self.host.phrase()}" if self.host is not None and self.host.notable else ""
-        return f"soak at {self.rate:.3f} req/s for {self.seconds:.0f} s: {verdict} ({vals or 'no SLO value'}){shared}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rate_req_s": self.rate,
-            "seconds": self.seconds,
-            "holds": self.holds,
-            "reasons": list(self.reasons),
-            "goodput_req_s": self.goodput_req_s,
-            "throughput_tok_s": self.throughput_tok_s,
-            "throughput_req_s": self.throughput_req_s,
-            "slo_values": dict(self.slo_values),
-            "intervals": {k: iv.to_dict() for k, iv in self.intervals.items()},
-            "metrics": self.report.to_dict(),
-            "server": self.server,
-            "sustained_req_s": self.sustained_req_s,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Soak:
-        intervals = {k: Interval(**iv) for k, iv in (d.get("intervals") or {}).items()}
-        report = ReportSummary.from_dict(d.get("metrics") or {})
-        return cls(
-            d["rate_req_s"],
-            d["seconds"],
-            d["holds"],
-            tuple(d["reasons"]),
-            d["goodput_req_s"],
-            d["throughput_tok_s"],
-            d.get("throughput_req_s", 0.0),
-            dict(d["slo_values"]),
-            intervals,
-            report,
-            report.host_cpu,
-            d.get("server", 0),  # files before 2026-12-03: one server per soak sequence was not recorded
-            d.get("sustained_req_s", 0.0),
-        )
 
 
 KeepSoaks = Callable[[tuple[Soak, ...]], None]  # stores a certification's soaks as they come (tuner.certify.certified)
@@ -162,39 +90,6 @@ class Certification:
     def from_dict(cls, d: dict[str, Any]) -> Certification:
         soaks = tuple(Soak.from_dict(s) for s in d["soaks"])
         return cls(d["trial"], d["estimate_req_s"], d["soak_s"], soaks, d.get("fail_reason"))
-
-
-def soak_of(rate: float, rep: LoadReport, slos: tuple[SLO, ...]) -> Soak:
-    """A Soak from the load report of one soak level."""
-    reasons: list[str] = []
-    if not rep.slo_met:
-        missed = [k for k, v in rep.slo_values.items() if not _met(slos, k, v)]
-        reasons.append("whole soak missed " + ", ".join(missed or ["the SLOs"]))
-    if rep.steady is not None:
-        reasons.extend(rep.steady.reasons)
-    intervals = {
-        s.key: iv
-        for s in slos
-        if s.metric in ("ttft", "tpot", "e2e") and (iv := percentile_interval(rep.samples[s.metric], s.percentile))
-    }
-    return Soak(
-        rate,
-        rep.duration_s,
-        not reasons,
-        tuple(reasons),
-        rep.goodput_req_s,
-        rep.throughput_tok_s,
-        rep.throughput_req_s,
-        dict(rep.slo_values),
-        intervals,
-        rep.summary(),
-        rep.host,
-        sustained_req_s=sustained_rate(rep.records),
-    )
-
-
-def _met(slos: tuple[SLO, ...], key: str, value: float | None) -> bool:
-    return all(s.met_by(value) for s in slos if s.key == key)
 
 
 def certify(

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 from collections.abc import Callable, Iterator
 
 from launch.config import ServeConfig
 from loadtest.runner import run_load
 from loadtest.spec import LoadSpec
 from loadtest.steady import MIN_LIFETIMES
-from tuner.certify.certification import Certification, KeepSoaks, Soak, certify, soak_of
+from tuner.certify.certification import Certification, KeepSoaks, certify
+from tuner.certify.soak_record import Soak, soak_of
 from tuner.trial.capacity import MIN_LEVEL_FLOOR
 from tuner.trial.context import TrialContext, launched_config, launcher_of, load_spec
 from tuner.trial.launcher import Server
@@ -56,6 +58,23 @@ def soak_spec(url: str, config: ServeConfig, ctx: TrialContext, rate: float, sec
 def run_soak(url: str, config: ServeConfig, ctx: TrialContext, rate: float, seconds: float, attempt: int = 0) -> Soak:
     """Hold ``rate`` against the server at ``url`` (soak_spec) and judge it."""
     return soak_of(rate, run_load(soak_spec(url, config, ctx, rate, seconds, attempt)), ctx.slos)
+
+
+def window_hint(cert: Certification) -> str | None:
+    """What to change when a soak above the certified rate ended unjudged (its window too short for its request
+    lifetimes): the --soak-seconds that would let it run SOAK_LIFETIMES of them. None: none did."""
+    certified = cert.certified_rate or 0.0
+    short = [s for s in cert.soaks if s.unjudged and s.rate > certified and s.lifetime_s]
+    if not short:
+        return None
+    worst = max(short, key=lambda s: s.lifetime_s or 0.0)
+    needed = math.ceil(SOAK_LIFETIMES * (worst.lifetime_s or 0.0) / SOAK_STRETCH)
+    return (
+        f"a soak at {worst.rate:.3f} req/s ended unjudged: its arrivals lasted {worst.lifetimes:.1f} request "
+        f"lifetimes of {worst.lifetime_s:.1f} s, and a {cert.soak_s:.0f}-s soak runs at most "
+        f"{SOAK_STRETCH * cert.soak_s:.0f} s; the certified rate may be understated: --soak-seconds {needed} or "
+        f"more runs {SOAK_LIFETIMES:g} of them"
+    )
 
 
 def certify_config(
