@@ -173,7 +173,7 @@ def sustained_rate(records: Iterable[RequestRecord]) -> float:
     completed requests' mean output tokens). Tokens, not completions: a batch that grows completes few requests
     while it streams at full speed, and requests that outlive the span count in part. Without token counts, the
     requests completed per second. Unlike ``throughput_req_s``, neither the start before any answer nor the drain
-    after the last send dilutes it. 0.0: too few answers."""
+    after the last send dilutes it; nor does the batch filling up (_streaming_start). 0.0: too few answers."""
     recs = [r for r in records if not r.warmup]
     done = sorted(r.done_at for r in recs if r.ok and r.done_at is not None)
     if len(done) < MIN_SUSTAINED:
@@ -182,11 +182,21 @@ def sustained_rate(records: Iterable[RequestRecord]) -> float:
     chunks = [c for r in recs for c in r.chunks]
     per_request = [sum(c.tokens or 0 for c in r.chunks) for r in recs if r.ok]
     if chunks and all(c.tokens is not None for c in chunks) and sum(per_request) > 0:
-        start = min(c.t for c in chunks)
+        start = _streaming_start(recs, min(c.t for c in chunks), end)
         streamed = sum(c.tokens or 0 for c in chunks if start < c.t <= end)
         return streamed / (end - start) / (sum(per_request) / len(per_request)) if end > start else 0.0
     answered = sum(1 for t in done[1:] if t <= end)
     return answered / (end - done[0]) if answered >= MIN_SUSTAINED and end > done[0] else 0.0
+
+
+def _streaming_start(recs: list[RequestRecord], first_answer: float, end: float) -> float:
+    """Where the streamed tokens are counted from: one mean request lifetime after the first send, once the batch
+    has filled, when at least another lifetime of arrivals follows; else the first answer. Over its first lifetime
+    the batch holds fewer requests than it will, and counting it understates long-lived requests' rate."""
+    lives = [r.done_at - r.scheduled_at for r in recs if r.ok and r.done_at is not None]
+    lifetime = sum(lives) / len(lives)
+    filled = min(r.scheduled_at for r in recs) + lifetime
+    return filled if end - filled >= lifetime and filled > first_answer else first_answer
 
 
 def _tail_slo_values(recs: list[RequestRecord], slos: tuple[SLO, ...]) -> dict[str, float | None]:

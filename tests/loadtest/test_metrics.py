@@ -209,6 +209,21 @@ def test_sustained_rate_of_a_growing_batch_is_what_it_streamed_not_what_it_compl
     assert 4.0 < sustained_rate(out) < 1 / (0.003 * 64)
 
 
+def test_sustained_rate_of_long_lived_requests_is_not_read_while_the_batch_fills() -> None:
+    """2 req/s of 400-token requests living ~24 s, well within the batch's speed, for 100 s of arrivals: over the
+    first lifetime the batch streams for fewer requests than it will hold, so counted from the first answer the
+    tokens streamed say ~12 % less than the rate the server kept up with."""
+    from loadtest.metrics import sustained_rate
+    from tests.loadtest.batching import batched_decoding
+
+    out, _ = batched_decoding(2.0, 100.0, seed=5, step_s=0.05, per_seq_s=0.0002, tokens=400)
+    arrived = len(out) / max(r.scheduled_at for r in out)  # the rate this draw of arrivals really had
+    assert sum(r.done_at - r.scheduled_at for r in out) / len(out) > 20.0  # the lifetime the test is about
+    assert sustained_rate(out) == pytest.approx(arrived, rel=0.06)
+    short = [r for r in out if r.scheduled_at < 40.0]  # under two lifetimes of arrivals: read from the first answer
+    assert sustained_rate(short) < 0.9 * len(short) / 40.0
+
+
 def test_a_miss_counted_in_flight_is_not_counted_again_when_its_request_ends() -> None:
     from loadtest.abandon import MissCounter
     from loadtest.records import Chunk, RequestRecord
