@@ -1,7 +1,8 @@
 """Offline, dev machine, after run.sh: each configuration predicted from this run's own defaults (trial 0, the
 calibration tune --predict would have used) against what the run measured (its search estimate: the highest rate
 that held, and the lowest that missed above it), per point and pooled: |error|, median, Spearman's rank correlation
-(SciPy); then the figures of predict-before.txt (another host's defaults) beside them.
+(SciPy); then the figures of predict-before.txt (another host's defaults) beside them; then each point left out of a
+calibration on the defaults and the four others (what the search's refits would know).
 
     ../../.venv/bin/python analyze.py STUDY_DIR > analysis.txt
 """
@@ -93,6 +94,12 @@ def main() -> None:
     pre = before()
     score("predict-before.txt (sitting d's defaults, another host), against the same",
           [(lab, *pre[lab], meas) for lab, meas in measured.items()])  # fmt: skip
+    rows = []
+    for lab, meas in measured.items():  # as tune --predict refits: on the defaults and every other launch
+        others = [results[n] for other, n in by_label.items() if other != lab and other in measured]
+        (p,) = model.rank([replace(base_config(inp), **knobs(POINTS[lab]))], model.calibrate([base, *others], cal))
+        rows.append((lab, p.capacity_req_s or 0.0, p.seq_bound is not None, meas))
+    score("left out: calibrated on the defaults and the four other points", rows)
 
 
 if __name__ == "__main__":
