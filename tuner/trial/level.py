@@ -3,14 +3,17 @@ generator's report, and the progress line that says why it passed or not."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from loadtest.backlog import mean_lifetime
 from loadtest.host_cpu import HostCpu
+from loadtest.level_end import JUDGED_LIFETIMES
 from loadtest.records import ABANDONED
 from loadtest.report import LATE_GENERATOR_MS, LoadReport
 from loadtest.server_metrics import ServerSummary
+from loadtest.steady import MIN_LIFETIMES
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,9 @@ class Level:
     # vLLM's /metrics over the level: its queue time and TTFT as the engine saw them tell the front end's share
     # of the client's TTFT from the engine's, which one trial's latencies alone do not (docs/perfmodel.md)
     server: ServerSummary = field(default_factory=ServerSummary)
+    lifetimes: float | None = None  # its arrivals' span in mean request lifetimes (None: not judged, or older)
+    lifetime_s: float | None = None  # the mean request lifetime, send to end
+    unjudged: bool = False  # missed on its window alone: every SLO and other check passed (_window)
 
     @property
     def passed(self) -> bool:
@@ -68,6 +74,9 @@ class Level:
             "duration_s": self.duration_s,
             "host_cpu": self.host.to_dict() if self.host is not None else None,
             "server": self.server.to_dict(),
+            "lifetimes": self.lifetimes,
+            "lifetime_s": self.lifetime_s,
+            "unjudged": self.unjudged,
         }
 
     @classmethod
@@ -83,6 +92,7 @@ class Level:
 
 
 def level_of(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -> Level:
+    lifetimes, lifetime_s, unjudged = _window(kind, rep)
     return Level(
         kind,
         rate,
@@ -101,6 +111,35 @@ def level_of(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -
         rep.duration_s,
         rep.host,
         ServerSummary.from_dict(rep.server),
+        lifetimes,
+        lifetime_s,
+        unjudged,
+    )
+
+
+def _window(kind: str, rep: LoadReport) -> tuple[float | None, float | None, bool]:
+    """A rate level's arrivals in mean request lifetimes, that lifetime, and whether it missed on its window alone:
+    every SLO met and every other check passed, but its arrivals lasted fewer than MIN_LIFETIMES lifetimes, so
+    nothing shows whether it would have held (loadtest.steady)."""
+    steady = rep.steady
+    if kind == "probe" or steady is None:
+        return None, None, False
+    short = steady.lifetimes is not None and steady.lifetimes < MIN_LIFETIMES
+    return steady.lifetimes, mean_lifetime(rep.records), bool(rep.slo_met) and len(steady.reasons) == 1 and short
+
+
+def unjudged_note(levels: Sequence[Level], best_rate: float, longest_s: float) -> str | None:
+    """What a trial's estimate leaves out when a level above it met the SLO but ended unjudged (its requests
+    outlived what ``longest_s`` seconds of arrivals can judge); None: none did."""
+    short = [lv for lv in levels if lv.unjudged and (lv.rate or 0.0) > best_rate and lv.lifetimes and lv.lifetime_s]
+    if not short:
+        return None
+    lv = max(short, key=lambda x: x.rate or 0.0)
+    return (
+        f"a level at {lv.rate:.2f} req/s met the SLO but ended unjudged: its arrivals lasted {lv.lifetimes:.1f} "
+        f"request lifetimes of {lv.lifetime_s:.1f} s, and a level here sends for at most {longest_s:.0f} s; the "
+        f"estimate {best_rate:.3f} req/s may be understated: certifying soaks (--soak-seconds) run on to "
+        f"{JUDGED_LIFETIMES:g} lifetimes"
     )
 
 

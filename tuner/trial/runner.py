@@ -23,7 +23,7 @@ from tuner.budget.kv_budget import estimate_budget
 from tuner.trial.capacity import CapacityResult, slo_excess
 from tuner.trial.context import TrialContext, launched_config, launcher_of, spec_of
 from tuner.trial.launcher import Server
-from tuner.trial.level import Level, level_line
+from tuner.trial.level import Level, level_line, unjudged_note
 from tuner.trial.measuring import hopeless_check, measure_capacity, running_capacity
 from tuner.trial.result import TrialResult, TrialState
 
@@ -164,6 +164,9 @@ def _verdict(measured: TrialResult, served: _Served, ctx: TrialContext, say: Cal
         say(f"pruned: {cap.abandoned}")
         return replace(measured, state=TrialState.PRUNED, fail_reason=cap.abandoned, constraint=0.0)
     if cap.best is not None:
+        longest = ctx.plan.level_stretch * ctx.plan.level_max_s
+        if note := unjudged_note(cap.levels, cap.best_rate or 0.0, longest):
+            say(note)
         return replace(
             measured,
             slo_met=True,
