@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from loadtest import steady
+from loadtest.backlog import mean_lifetime
 from loadtest.dist import Dist, percentile
 from loadtest.records import RequestRecord
 from loadtest.report import LoadReport
@@ -193,8 +194,7 @@ def _streaming_start(recs: list[RequestRecord], first_answer: float, end: float)
     """Where the streamed tokens are counted from: one mean request lifetime after the first send, once the batch
     has filled, when at least another lifetime of arrivals follows; else the first answer. Over its first lifetime
     the batch holds fewer requests than it will, and counting it understates long-lived requests' rate."""
-    lives = [r.done_at - r.scheduled_at for r in recs if r.ok and r.done_at is not None]
-    lifetime = sum(lives) / len(lives)
+    lifetime = mean_lifetime(recs) or 0.0
     filled = min(r.scheduled_at for r in recs) + lifetime
     return filled if end - filled >= lifetime and filled > first_answer else first_answer
 

@@ -54,6 +54,12 @@ GROWTH_FRACTION = 0.1  # of the TTFT limit
 MIN_LIFETIMES = 4.0  # mean request lifetimes a send window must last to be judged steady
 
 
+def window_alone(reasons: Sequence[str], lifetimes: float | None) -> bool:
+    """Whether a run's only failed check (``reasons``, one each) is its window: arrivals that lasted fewer than
+    MIN_LIFETIMES request lifetimes, so nothing shows whether it would have held."""
+    return len(reasons) == 1 and lifetimes is not None and lifetimes < MIN_LIFETIMES
+
+
 @dataclass(frozen=True)
 class Interval:
     """A bootstrap percentile interval of one statistic (ms), at ``confidence``."""

@@ -10,7 +10,7 @@ from loadtest.host_cpu import HostCpu
 from loadtest.metrics import sustained_rate
 from loadtest.report import LoadReport
 from loadtest.slo import SLO
-from loadtest.steady import MIN_LIFETIMES, Interval, percentile_interval
+from loadtest.steady import Interval, percentile_interval, window_alone
 from loadtest.summary import ReportSummary
 
 
@@ -38,8 +38,7 @@ class Soak:
     def unjudged(self) -> bool:
         """Missed on its window alone: every SLO and growth check passed, but its arrivals lasted fewer than
         MIN_LIFETIMES request lifetimes (loadtest.steady), so nothing shows it would have held."""
-        short = self.lifetimes is not None and self.lifetimes < MIN_LIFETIMES
-        return not self.holds and len(self.reasons) == 1 and short
+        return not self.holds and window_alone(self.reasons, self.lifetimes)
 
     def line(self) -> str:
         vals = ", ".join(

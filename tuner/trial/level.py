@@ -13,7 +13,7 @@ from loadtest.level_end import JUDGED_LIFETIMES
 from loadtest.records import ABANDONED
 from loadtest.report import LATE_GENERATOR_MS, LoadReport
 from loadtest.server_metrics import ServerSummary
-from loadtest.steady import MIN_LIFETIMES
+from loadtest.steady import window_alone
 
 
 @dataclass(frozen=True)
@@ -119,13 +119,12 @@ def level_of(kind: str, rate: float | None, conc: int | None, rep: LoadReport) -
 
 def _window(kind: str, rep: LoadReport) -> tuple[float | None, float | None, bool]:
     """A rate level's arrivals in mean request lifetimes, that lifetime, and whether it missed on its window alone:
-    every SLO met and every other check passed, but its arrivals lasted fewer than MIN_LIFETIMES lifetimes, so
-    nothing shows whether it would have held (loadtest.steady)."""
+    every SLO met, and its window the only failed check (loadtest.steady.window_alone)."""
     steady = rep.steady
     if kind == "probe" or steady is None:
         return None, None, False
-    short = steady.lifetimes is not None and steady.lifetimes < MIN_LIFETIMES
-    return steady.lifetimes, mean_lifetime(rep.records), bool(rep.slo_met) and len(steady.reasons) == 1 and short
+    unjudged = bool(rep.slo_met) and window_alone(steady.reasons, steady.lifetimes)
+    return steady.lifetimes, mean_lifetime(rep.records), unjudged
 
 
 def unjudged_note(levels: Sequence[Level], best_rate: float, longest_s: float) -> str | None:
