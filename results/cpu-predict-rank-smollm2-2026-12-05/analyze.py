@@ -10,7 +10,6 @@ calibration on the defaults and the four others (what the search's refits would 
 from __future__ import annotations
 
 import re
-import shutil
 import statistics
 import sys
 from dataclasses import replace
@@ -23,10 +22,9 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 
-from offline_model import study_model  # noqa: E402
+from offline_model import scratch_study  # noqa: E402
 from predict_before import POINTS, knobs  # noqa: E402
 
-from tuner.search.study import open_study, results_of  # noqa: E402
 from tuner.tune_setup import base_config  # noqa: E402
 
 Row = tuple[str, float, bool, float]  # label, predicted, flagged, measured
@@ -65,13 +63,7 @@ def score(title: str, rows: list[Row]) -> None:
 
 def main() -> None:
     study_dir = Path(sys.argv[1])
-    scratch = Path("/tmp/predict-rank-smollm2/analyze")
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
-    shutil.copy(study_dir / "study.db", scratch / "study.db")
-    inp, _ctx, model = study_model(study_dir, scratch / "out")
-    study = open_study(f"sqlite:///{scratch / 'study.db'}", resume=True, seed=0, must_exist=True)
-    results = {r.number: r for r in results_of(study)}
+    inp, model, results = scratch_study(study_dir, Path("/tmp/predict-rank-smollm2/analyze"))
     base = results[0]
     print(f"defaults (trial 0): held {base.best_rate or 0:.3f}, missed {missed_above(base)}")
     by_label = {}

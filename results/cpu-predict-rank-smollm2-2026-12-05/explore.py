@@ -9,7 +9,6 @@ nothing here is a result.
 from __future__ import annotations
 
 import itertools
-import shutil
 import sys
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -19,22 +18,16 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 
-from offline_model import study_model  # noqa: E402
+from offline_model import scratch_study  # noqa: E402
 
-from tuner.search.study import open_study, results_of  # noqa: E402
 from tuner.tune_setup import base_config  # noqa: E402
 
 STUDY = ROOT / "results" / "cpu-predict-smollm2-2026-12-05-d" / "predict"
 
 
 def calibrated():
-    scratch = Path("/tmp/predict-rank-smollm2/explore")
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
-    shutil.copy(STUDY / "study.db", scratch / "study.db")
-    inp, _ctx, model = study_model(STUDY, scratch / "out")
-    study = open_study(f"sqlite:///{scratch / 'study.db'}", resume=True, seed=0, must_exist=True)
-    base = next(r for r in results_of(study) if r.is_baseline)
+    inp, model, results = scratch_study(STUDY, Path("/tmp/predict-rank-smollm2/explore"))
+    base = next(r for r in results.values() if r.is_baseline)
     return model, model.calibrate([base], None), base_config(inp)
 
 

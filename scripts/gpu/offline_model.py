@@ -41,6 +41,21 @@ def study_model(study: Path, scratch: Path) -> tuple[Any, Any, Any]:
     return inp, ctx, perf_model(ctx)
 
 
+def scratch_study(study: Path, scratch: Path) -> tuple[Any, Any, dict[int, Any]]:
+    """study_model's inputs and Model, and the study's trial results by number, read from a copy of its study.db in
+    ``scratch`` (emptied first): nothing is written beside the committed study."""
+    import shutil
+
+    from tuner.search.study import open_study, results_of
+
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    shutil.copy(study / "study.db", scratch / "study.db")
+    inp, _ctx, model = study_model(study, scratch / "out")
+    opened = open_study(f"sqlite:///{scratch / 'study.db'}", resume=True, seed=0, must_exist=True)
+    return inp, model, {r.number: r for r in results_of(opened)}
+
+
 def print_predictions(configs: dict[str, Any], ctx: Any, cal: Any) -> None:
     """One line per named configuration: its prediction under ``cal`` (fp8 KV scaled by bytes where ``cal`` is of
     the auto-KV family), or why there is none."""
