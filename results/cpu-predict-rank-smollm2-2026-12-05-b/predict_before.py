@@ -1,0 +1,55 @@
+"""Offline, dev machine, written and run before the run it predicts (#24 G1 on a real model, a second sitting): five
+configurations not measured before, spread over the model's range, predicted by the landed model calibrated on the
+first sitting's defaults (../cpu-predict-rank-smollm2-2026-12-05, trial 0, this host type). They place the points;
+the judged predictions come from this run's own defaults (analyze.py).
+
+    ../../.venv/bin/python predict_before.py > predict-before.txt
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
+
+from offline_model import scratch_study  # noqa: E402
+
+from tuner.tune_setup import base_config  # noqa: E402
+
+FIRST = ROOT / "results" / "cpu-predict-rank-smollm2-2026-12-05" / "rank"
+REST = "max_model_len=3072,enable_chunked_prefill=true,enable_prefix_caching=false,speculative_method=off"
+POINTS = {  # --try-first entries, every knob named; none measured in the first sitting
+    "24 x 1024": f"max_num_seqs=24,max_num_batched_tokens=1024,{REST}",
+    "48 x 1024": f"max_num_seqs=48,max_num_batched_tokens=1024,{REST}",
+    "96 x 2048": f"max_num_seqs=96,max_num_batched_tokens=2048,{REST}",
+    "192 x 1024": f"max_num_seqs=192,max_num_batched_tokens=1024,{REST}",
+    "512 x 4096": f"max_num_seqs=512,max_num_batched_tokens=4096,{REST}",
+}
+
+
+def knobs(entry: str) -> dict[str, object]:
+    def value(v: str) -> object:
+        return {"true": True, "false": False, "off": None}.get(v, int(v) if v.isdigit() else v)
+
+    return {k: value(v) for k, v in (kv.split("=") for kv in entry.split(","))}
+
+
+def main() -> None:
+    print(f"written {datetime.now(UTC):%Y-%m-%d %H:%M:%SZ}", flush=True)
+    inp, model, results = scratch_study(FIRST, Path("/tmp/predict-rank-smollm2-b/before"))
+    cal = model.calibrate([results[0]], None)
+    base = base_config(inp)
+    for label, entry in POINTS.items():
+        (p,) = model.rank([replace(base, **knobs(entry))], cal)
+        flag = f"FLAGGED ({p.seq_bound})" if p.seq_bound else "trusted"
+        print(f"{label:11} predicted {p.capacity_req_s or 0:7.3f} req/s  {flag}  [{entry}]", flush=True)
+
+
+if __name__ == "__main__":
+    main()
