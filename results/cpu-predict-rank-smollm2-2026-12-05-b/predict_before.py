@@ -25,11 +25,11 @@ from tuner.tune_setup import base_config  # noqa: E402
 FIRST = ROOT / "results" / "cpu-predict-rank-smollm2-2026-12-05" / "rank"
 REST = "max_model_len=3072,enable_chunked_prefill=true,enable_prefix_caching=false,speculative_method=off"
 POINTS = {  # --try-first entries, every knob named; none measured in the first sitting
-    "24 x 1024": f"max_num_seqs=24,max_num_batched_tokens=1024,{REST}",
-    "48 x 1024": f"max_num_seqs=48,max_num_batched_tokens=1024,{REST}",
-    "96 x 2048": f"max_num_seqs=96,max_num_batched_tokens=2048,{REST}",
-    "192 x 1024": f"max_num_seqs=192,max_num_batched_tokens=1024,{REST}",
-    "512 x 4096": f"max_num_seqs=512,max_num_batched_tokens=4096,{REST}",
+    "8 x 2048": f"max_num_seqs=8,max_num_batched_tokens=2048,{REST}",
+    "32 x 512": f"max_num_seqs=32,max_num_batched_tokens=512,{REST}",
+    "64 x 4096": f"max_num_seqs=64,max_num_batched_tokens=4096,{REST}",
+    "256 x 1024": f"max_num_seqs=256,max_num_batched_tokens=1024,{REST}",
+    "512 x 2048": f"max_num_seqs=512,max_num_batched_tokens=2048,{REST}",
 }
 
 

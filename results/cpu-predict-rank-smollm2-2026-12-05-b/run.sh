@@ -11,9 +11,9 @@ export VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_CI_ENV=1 HF_HUB_OFFLINE=1 PYTHONPATH=$o
 git log -1 --format='code %h %cd'
 date -u
 rest="max_model_len=3072,enable_chunked_prefill=true,enable_prefix_caching=false,speculative_method=off"
-tries="max_num_seqs=24,max_num_batched_tokens=1024,$rest;max_num_seqs=48,max_num_batched_tokens=1024,$rest"
-tries="$tries;max_num_seqs=96,max_num_batched_tokens=2048,$rest;max_num_seqs=192,max_num_batched_tokens=1024,$rest"
-tries="$tries;max_num_seqs=512,max_num_batched_tokens=4096,$rest"
+tries="max_num_seqs=8,max_num_batched_tokens=2048,$rest;max_num_seqs=32,max_num_batched_tokens=512,$rest"
+tries="$tries;max_num_seqs=64,max_num_batched_tokens=4096,$rest;max_num_seqs=256,max_num_batched_tokens=1024,$rest"
+tries="$tries;max_num_seqs=512,max_num_batched_tokens=2048,$rest"
 $py -m tuner.cli --model /tmp/smollm2 --gpu cpu --slo ttft_p95=2s --workload edit --soak-seconds 0 \
   --trials 6 --try-first "$tries" --out $out/rank > $out/rank.log 2>&1
 echo "tune exit $?"; date -u
