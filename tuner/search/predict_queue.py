@@ -78,7 +78,8 @@ class Queue:
         return self._trusted_pick() if stop is None else None
 
     def beating(self, best_measured: float | None) -> Queue:
-        """Without the seq-bound predictions that do not beat ``best_measured``: they are upper bounds."""
+        """Without the seq-bound predictions that do not beat ``best_measured`` (taken as upper bounds, as on the
+        H200; on vLLM-CPU the model under-predicts that regime, so this may drop one that would win there)."""
         if best_measured is None:
             return self
         keep = tuple(p for p in self.unseen if p.seq_bound is None or (p.capacity_req_s or 0.0) > best_measured)

@@ -11,8 +11,9 @@ variant, an fp8 KV cache) is not predicted: each such family is measured after t
 defaults with the family's settings (tuner.search.families; with random weights the space holds no speculation:
 tuner.search.space). A family the model describes is then calibrated on that launch, and its configurations are
 predicted and launched as the defaults' family's are. So is the best
-prediction whose rate fills max_num_seqs (Prediction.seq_bound): an upper bound the model overrates, measured
-once if it beats the best measured capacity, never stopped on nor refitted on.
+prediction whose rate fills max_num_seqs (Prediction.seq_bound), a regime the model gets wrong both ways (over on
+the H200, under on vLLM-CPU: docs/perfmodel.md), measured once if it beats the best measured capacity, never stopped
+on nor refitted on.
 """
 
 from __future__ import annotations
