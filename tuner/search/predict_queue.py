@@ -79,7 +79,7 @@ class Queue:
 
     def beating(self, best_measured: float | None) -> Queue:
         """Without the seq-bound predictions that do not beat ``best_measured`` (taken as upper bounds, as on the
-        H200; on vLLM-CPU the model under-predicts that regime, so this may drop one that would win there)."""
+        H200; on vLLM-CPU the model has under-predicted that regime too, so this may drop one that would win)."""
         if best_measured is None:
             return self
         keep = tuple(p for p in self.unseen if p.seq_bound is None or (p.capacity_req_s or 0.0) > best_measured)

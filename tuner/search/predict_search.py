@@ -12,8 +12,8 @@ defaults with the family's settings (tuner.search.families; with random weights 
 tuner.search.space). A family the model describes is then calibrated on that launch, and its configurations are
 predicted and launched as the defaults' family's are. So is the best
 prediction whose rate fills max_num_seqs (Prediction.seq_bound), a regime the model gets wrong both ways (over on
-the H200, under on vLLM-CPU: docs/perfmodel.md), measured once if it beats the best measured capacity, never stopped
-on nor refitted on.
+the H200, either way on vLLM-CPU: docs/perfmodel.md), measured once if it beats the best measured capacity, never
+stopped on nor refitted on.
 """
 
 from __future__ import annotations
