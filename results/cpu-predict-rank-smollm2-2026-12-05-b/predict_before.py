@@ -8,6 +8,7 @@ the judged predictions come from this run's own defaults (analyze.py).
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -22,7 +23,20 @@ from offline_model import scratch_study  # noqa: E402
 
 from tuner.tune_setup import base_config  # noqa: E402
 
-FIRST = ROOT / "results" / "cpu-predict-rank-smollm2-2026-12-05" / "rank"
+FIRST_SITTING = ROOT / "results" / "cpu-predict-rank-smollm2-2026-12-05"
+FIRST = FIRST_SITTING / "rank"
+
+
+def first_sitting(name: str):  # noqa: ANN201 (a module)
+    """The first sitting's script ``name`` (predict_before, analyze), loaded from its folder by path."""
+    spec = importlib.util.spec_from_file_location(f"first_{name}", FIRST_SITTING / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+knobs = first_sitting("predict_before").knobs  # one way to read a --try-first entry (the first sitting's)
 REST = "max_model_len=3072,enable_chunked_prefill=true,enable_prefix_caching=false,speculative_method=off"
 POINTS = {  # --try-first entries, every knob named; none measured in the first sitting
     "8 x 2048": f"max_num_seqs=8,max_num_batched_tokens=2048,{REST}",
@@ -31,13 +45,6 @@ POINTS = {  # --try-first entries, every knob named; none measured in the first 
     "256 x 1024": f"max_num_seqs=256,max_num_batched_tokens=1024,{REST}",
     "512 x 2048": f"max_num_seqs=512,max_num_batched_tokens=2048,{REST}",
 }
-
-
-def knobs(entry: str) -> dict[str, object]:
-    def value(v: str) -> object:
-        return {"true": True, "false": False, "off": None}.get(v, int(v) if v.isdigit() else v)
-
-    return {k: value(v) for k, v in (kv.split("=") for kv in entry.split(","))}
 
 
 def main() -> None:

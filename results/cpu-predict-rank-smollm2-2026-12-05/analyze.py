@@ -30,10 +30,10 @@ from tuner.tune_setup import base_config  # noqa: E402
 Row = tuple[str, float, bool, float]  # label, predicted, flagged, measured
 
 
-def before() -> dict[str, tuple[float, bool]]:
-    """label -> (predicted req/s, flagged) from predict-before.txt."""
+def before(here: Path) -> dict[str, tuple[float, bool]]:
+    """label -> (predicted req/s, flagged) from ``here``'s predict-before.txt."""
     out = {}
-    for line in (HERE / "predict-before.txt").read_text().splitlines():
+    for line in (here / "predict-before.txt").read_text().splitlines():
         m = re.match(r"(\S+ x \S+)\s+predicted\s+([\d.]+) req/s\s+(FLAGGED|trusted)", line)
         if m:
             out[m[1]] = (float(m[2]), m[3] == "FLAGGED")
@@ -62,13 +62,18 @@ def score(title: str, rows: list[Row]) -> None:
 
 
 def main() -> None:
-    study_dir = Path(sys.argv[1])
-    inp, model, results = scratch_study(study_dir, Path("/tmp/predict-rank-smollm2/analyze"))
+    analyze(Path(sys.argv[1]), POINTS, "sitting d's defaults, another host", Path("/tmp/predict-rank-smollm2/analyze"))
+
+
+def analyze(study_dir: Path, points: dict[str, str], before_label: str, scratch: Path, here: Path = HERE) -> None:
+    """The figures of analysis.txt for a sitting that measured ``points`` (label -> --try-first entry) in
+    ``study_dir``, whose predict-before.txt lies in ``here`` (another sitting's analyze.py calls this)."""
+    inp, model, results = scratch_study(study_dir, scratch)
     base = results[0]
     print(f"defaults (trial 0): held {base.best_rate or 0:.3f}, missed {missed_above(base)}")
     by_label = {}
     for n, r in results.items():
-        for label, entry in POINTS.items():
+        for label, entry in points.items():
             if n and all(getattr(r.config, k) == v for k, v in knobs(entry).items() if k != "speculative_method"):
                 by_label[label] = n
     for label, n in by_label.items():
@@ -80,16 +85,17 @@ def main() -> None:
     print(f"vLLM's defaults predicted in-sample: {own.capacity_req_s or 0:.3f}")
     rows = []
     for lab, meas in measured.items():
-        (p,) = model.rank([replace(base_config(inp), **knobs(POINTS[lab]))], cal)
+        (p,) = model.rank([replace(base_config(inp), **knobs(points[lab]))], cal)
         rows.append((lab, p.capacity_req_s or 0.0, p.seq_bound is not None, meas))
     score("predicted from this run's own defaults (trial 0), against the search estimates", rows)
-    pre = before()
-    score("predict-before.txt (sitting d's defaults, another host), against the same",
+    pre = before(here)
+    score(f"predict-before.txt ({before_label}), against the same",
           [(lab, *pre[lab], meas) for lab, meas in measured.items()])  # fmt: skip
     rows = []
     for lab, meas in measured.items():  # as tune --predict refits: on the defaults and every other launch
         others = [results[n] for other, n in by_label.items() if other != lab and other in measured]
-        (p,) = model.rank([replace(base_config(inp), **knobs(POINTS[lab]))], model.calibrate([base, *others], cal))
+        config = replace(base_config(inp), **knobs(points[lab]))
+        (p,) = model.rank([config], model.calibrate([base, *others], cal))
         rows.append((lab, p.capacity_req_s or 0.0, p.seq_bound is not None, meas))
     score("left out: calibrated on the defaults and the four other points", rows)
 
