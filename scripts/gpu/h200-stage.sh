@@ -1,7 +1,8 @@
 # Sourced by the H200 scripts: copy the vLLM parts this call carried (.xs0/part00 … .xs4/part04, one per call:
 # ../shared/gpu/build-stage's archive re-split into 32-MiB pieces so that a call stays under 64 MiB) to
 # /tmp/stage, and unpack them once all VLLM_PARTS (default 5) are there. Needs log(). Returns 1 while parts are
-# missing (the caller stops: a later call brings the rest).
+# missing (the caller stops: a later call brings the rest). The parts are made here from the archive's pieces with
+#   cat .gpu-stage/part* | split -b 32M -d -a 2 - part; then each partNN in its own .xsN/ (ignored via .git/info/exclude).
 stage_vllm() {
   mkdir -p /tmp/stage
   for d in .xs[0-9]; do
