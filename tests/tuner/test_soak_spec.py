@@ -11,7 +11,10 @@ from launch.config import ServeConfig
 from loadtest.level_end import JUDGED_LIFETIMES
 from loadtest.runner import LoadSpec
 from loadtest.steady import MIN_LIFETIMES
+from tuner.budget.gpu import GPUProfile
 from tuner.certify.soak import SOAK_LIFETIMES, SOAK_STRETCH, soak_spec
+from tuner.inputs import measure_plan
+from tuner.settings.tune_settings import TuneSettings
 from tuner.trial.device_rules import DeviceRules
 from tuner.trial.measuring import rate_level
 from tuner.trial.testing import FakeLauncher, fake_context
@@ -36,3 +39,12 @@ def test_a_search_level_past_its_cap_goes_on_until_it_can_be_judged_within_a_bou
     assert LoadSpec(**{**spec.__dict__, **level}).steady_soft_max_s == 60.0  # a valid load
     fixed = rate_level(replace(ctx.plan, level_e2e_multiple=None), 7.0, 42, may_abandon=False)
     assert "steady_soft_max_s" not in fixed and fixed["requests"] == 42
+
+
+def test_a_cpu_level_past_its_cap_has_room_for_five_lifetimes_of_the_slowest_requests_seen() -> None:
+    """SmolLM2's `edit` requests lived 30-36 s near capacity on vLLM-CPU: five of them need up to 180 s."""
+    settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s")
+    cpu = rate_level(measure_plan(settings, GPUProfile.load("cpu")), 2.5, 30, may_abandon=True)
+    assert cpu["steady_soft_max_s"] == 60.0 and cpu["max_duration_s"] >= JUDGED_LIFETIMES * 36.0
+    gpu = rate_level(measure_plan(settings, GPUProfile.load("h200")), 50.0, 1000, may_abandon=True)
+    assert gpu["max_duration_s"] == 2.0 * gpu["steady_soft_max_s"] == 360.0
