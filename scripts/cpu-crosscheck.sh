@@ -9,10 +9,17 @@
 # RATE is given, or its server does not come up within START_TIMEOUT (300) s; otherwise the benchmark's exit code.
 # REPEAT=N: N benchmarks back to back on the one fresh server (JSON_OUT gains -run<i>), run i with seed SEED + i - 1:
 # prompts sent again would be answered from the prefix cache. SEED: 31 unless given.
+# TRIAL=N: serve trial N of the study instead of its winner (bench/trial_launch.py renders its launch.sh as the study's
+# own is rendered; JSON_OUT defaults to STUDY_DIR/crosscheck-vllm-bench-trialN-<FACTOR>x.json), at the same rates.
 set -u
 dir="${1:?study folder}" factor="${2:-1.0}" secs="${3:-120}"
-json="${4:-$dir/crosscheck-vllm-bench-${factor}x.json}"
+json="${4:-$dir/crosscheck-vllm-bench-${TRIAL:+trial$TRIAL-}${factor}x.json}"
 py=".venv/bin/python"
+if [ -n "${TRIAL:-}" ]; then
+  served_dir=$(mktemp -d /tmp/cpu-crosscheck-trial-XXXX)
+  "$py" bench/trial_launch.py "$dir" "$TRIAL" "$served_dir" || exit 2
+  dir="$served_dir"
+fi
 port="${PORT:-18134}"
 export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_CPU_CI_ENV="${VLLM_CPU_CI_ENV:-1}"  # 0: vLLM's default compile path
 read -r rate model workload out_tokens slo < <("$py" - "$dir/best.json" "$factor" <<'PY'
