@@ -3,7 +3,8 @@
 # vllm bench serve at 2.685 req/s for 120 s, then 3.2 req/s for 60 s (over capacity, as the search's level 3.17 was),
 # then 2.685 for 120 s again. Each run waits for its requests to finish (no cancelling, unlike a lost search level).
 # Run from a clean checkout with a .venv link, under the CPU lock: bash hangover.sh STUDY_DIR OUT_DIR
-# SEEDS: the three runs' prompt seeds (default "41 42 43", the first sitting of it; "41 42 41": runs 1 and 3 alike).
+# SEEDS: the runs' prompt seeds (default "41 42 43", the first sitting of it; "41 42 41": runs 1 and 3 alike).
+# STEPS: the runs as RATE:SECONDS (default "2.685:120 3.2:60 2.685:120"; "2.685:120 2.685:120": the control, no overload).
 set -u
 study=$1 out=$2
 py=.venv/bin/python
@@ -17,8 +18,8 @@ for _ in $(seq 300); do grep -q "ready: http" "$out/server.log" && break; sleep 
 grep -q "ready: http" "$out/server.log" || { echo "not ready"; tail -5 "$out/server.log"; exit 2; }
 read -r -a seeds <<< "${SEEDS:-41 42 43}"
 i=0
-for step in "2.685 120" "3.2 60" "2.685 120"; do
-  set -- $step; i=$((i + 1))
+for step in ${STEPS:-2.685:120 3.2:60 2.685:120}; do
+  set -- ${step/:/ }; i=$((i + 1))
   echo "[$(date -u +%T)] run $i: vllm bench serve at $1 req/s for $2 s"
   "$py" bench/vllm_bench_check.py --url http://127.0.0.1:18135 --model smollm2 --tokenizer /tmp/smollm2 --workload edit \
     --rate "$1" --seconds "$2" --slo ttft_p95=2s --seed "${seeds[$((i - 1))]}" --json "$out/run$i-$1.json" 2>&1 \
