@@ -4,7 +4,8 @@
 # then 2.685 for 120 s again. Each run waits for its requests to finish (no cancelling, unlike a lost search level).
 # Run from a clean checkout with a .venv link, under the CPU lock: bash hangover.sh STUDY_DIR OUT_DIR
 # SEEDS: the runs' prompt seeds (default "41 42 43", the first sitting of it; "41 42 41": runs 1 and 3 alike).
-# STEPS: the runs as RATE:SECONDS (default "2.685:120 3.2:60 2.685:120"; "2.685:120 2.685:120": the control, no overload).
+# STEPS: the runs as RATE:SECONDS (default "2.685:120 3.2:60 2.685:120"; "2.685:120 2.685:120": the control, no overload);
+# idle:SECONDS sends nothing for that long.
 set -u
 study=$1 out=$2
 py=.venv/bin/python
@@ -19,7 +20,9 @@ grep -q "ready: http" "$out/server.log" || { echo "not ready"; tail -5 "$out/ser
 read -r -a seeds <<< "${SEEDS:-41 42 43}"
 i=0
 for step in ${STEPS:-2.685:120 3.2:60 2.685:120}; do
-  set -- ${step/:/ }; i=$((i + 1))
+  set -- ${step/:/ }
+  if [ "$1" = idle ]; then echo "[$(date -u +%T)] idle for $2 s"; sleep "$2"; continue; fi
+  i=$((i + 1))
   echo "[$(date -u +%T)] run $i: vllm bench serve at $1 req/s for $2 s"
   "$py" bench/vllm_bench_check.py --url http://127.0.0.1:18135 --model smollm2 --tokenizer /tmp/smollm2 --workload edit \
     --rate "$1" --seconds "$2" --slo ttft_p95=2s --seed "${seeds[$((i - 1))]}" --json "$out/run$i-$1.json" 2>&1 \
