@@ -65,6 +65,9 @@ def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
             # past the cap a level may run to 180 s: SmolLM2's `edit` requests live 30-36 s near capacity, and
             # five of them did not fit 120 s (docs/certification.md, "Levels past their cap")
             level_stretch=3.0,
+            # a lost level left SmolLM2 servers 1.2-3.7 x slower at p95 TTFT under the same load (and 120 s idle
+            # did not restore it): the next level starts a fresh server (~25 s; docs/certification.md)
+            fresh_server_after_lost=True,
             soak_s=120.0,
         )
     else:

@@ -13,8 +13,16 @@
 # --out's grid.jsonl), as the grid measured it (its own KV budget, nothing pinned), at FACTOR x STUDY_DIR's certified
 # rate: another configuration held at the very rates the study's winner was checked at. CROSSCHECK_KV_BYTES=N pins
 # its KV cache at N bytes (kv_cache_memory_bytes, as launch.sh pins a winner's), so that it keeps the grid's KV tokens.
+# CROSSCHECK_STEPS="F:S F:S ...": several benchmark runs on the one server, back to back, each at F x the certified
+# rate for S seconds and waiting for its requests (e.g. "1.0:120 1.3:60 1.0:120": does an overload leave the server
+# slower?); CROSSCHECK_SEEDS="41 42 43" their prompt seeds. Each writes crosscheck-vllm-bench-<FACTOR>x-run<I>-<F>x.json.
 set -uo pipefail
 dir="${1:?study dir}" factor="${2:-0.95}" secs="${3:-120}" limit="${4:-300}" dest="${5:?dest dir}"
+steps="${CROSSCHECK_STEPS:-}"
+read -r -a seeds <<< "${CROSSCHECK_SEEDS:-}"
+if [ -n "$steps" ]; then  # the runs' seconds, and 20 s for each drain, must fit the limit after the start
+  secs=0; for st in $steps; do secs=$(( secs + ${st#*:} + 20 )); done
+fi
 T0=$(date +%s)
 el() { echo $(( $(date +%s) - T0 )); }
 mkdir -p "$dest"
@@ -82,11 +90,25 @@ for i in 1 2; do  # launch.sh's two warm-up requests
   python3 -c "import json,urllib.request as u; u.urlopen(u.Request('$url/v1/completions', data=json.dumps({'model':'$served','prompt':'Warm up the server.','max_tokens':8,'temperature':0}).encode(), headers={'Content-Type':'application/json'}), timeout=120).read()"
 done
 snap before
-log "vllm bench at $factor x = $rate req/s for $secs s"
-timeout "$(( limit - $(el) - 10 ))" python3 bench/vllm_bench_check.py --url "$url" --model "$served" --tokenizer "$model" \
-  --workload chat --rate "$rate" --seconds "$secs" --slo ttft_p95=2s,tpot_p95=60ms \
-  --json "$dest/crosscheck-vllm-bench-${factor}x.json" > /tmp/xcheck/bench.log 2>&1
-log "bench exit code $?"
-tail -c 4000 /tmp/xcheck/bench.log | tee -a "$dest/crosscheck.log"
+bench() {  # RATE SECONDS SEED JSON: one run of vLLM's benchmark client
+  timeout "$(( limit - $(el) - 10 ))" python3 bench/vllm_bench_check.py --url "$url" --model "$served" --tokenizer "$model" \
+    --workload chat --rate "$1" --seconds "$2" ${3:+--seed "$3"} --slo ttft_p95=2s,tpot_p95=60ms --json "$4" \
+    > /tmp/xcheck/bench.log 2>&1
+  log "bench exit code $?"
+  tail -c 4000 /tmp/xcheck/bench.log | tee -a "$dest/crosscheck.log"
+}
+if [ -z "$steps" ]; then
+  log "vllm bench at $factor x = $rate req/s for $secs s"
+  bench "$rate" "$secs" "" "$dest/crosscheck-vllm-bench-${factor}x.json"
+else
+  i=0
+  for st in $steps; do
+    f=${st%:*} s=${st#*:} seed=${seeds[$i]:-}; i=$(( i + 1 ))
+    r=$(python3 -c "print(round($f * $(cat /tmp/xcheck/certified), 3))")
+    log "run $i of $steps: vllm bench at $f x = $r req/s for $s s${seed:+, seed $seed}"
+    bench "$r" "$s" "$seed" "$dest/crosscheck-vllm-bench-${factor}x-run$i-${f}x.json"
+    snap "after-run$i"
+  done
+fi
 snap after
 log "done"

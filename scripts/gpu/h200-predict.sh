@@ -22,6 +22,7 @@
 #   rate for CROSSCHECK_SECONDS (120) under vLLM's own benchmark client; TRIALS 0 skips tune and runs only that.
 #   CROSSCHECK_FACTOR may list several ("1.15 1.3"): a fresh server each, in turn, each needing CROSSCHECK_IF_LEFT.
 #   CROSSCHECK_POINT=GRID_JSONL serves that grid row's point instead of the winner (h200-crosscheck.sh).
+#   CROSSCHECK_STEPS / CROSSCHECK_SEEDS: several runs on the one server (h200-crosscheck.sh; FACTOR then only names them).
 #   Once it has run on a machine, a later call there skips it (the same command can be repeated call after call).
 # GRID_BEST_IF_LEFT=S: after tune, when at least S seconds of HARD_LIMIT_S are left, the A30 grid's best point
 #   (max_num_seqs 512, fp8 KV, the rest vLLM's defaults; GRID_POINT="KNOB=V KNOB=V ...": another point, any
@@ -99,8 +100,8 @@ if [ "$trials" != 0 ]; then
 fi
 for factor in ${CROSSCHECK_FACTOR:-0.95}; do  # one fresh server per factor, in turn
   left=$(( hard - $(el) ))
-  checked="/tmp/crosscheck/crosscheck-vllm-bench-${factor}x.json"
-  if [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ -f "$checked" ]; then  # so one command can be repeated call after call
+  checked=$(compgen -G "/tmp/crosscheck/crosscheck-vllm-bench-${factor}x*.json" | head -1)  # CROSSCHECK_STEPS: -run<I>
+  if [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ -n "$checked" ]; then  # so one command can be repeated call after call
     log "cross-check already run on this machine ($checked)"
   elif [ -n "${CROSSCHECK_IF_LEFT:-}" ] && [ "$left" -ge "$CROSSCHECK_IF_LEFT" ] && [ -f "$out/best.json" ]; then
     log "cross-check with vllm bench at $factor x ($left s left)"

@@ -72,7 +72,7 @@ def _stand_in_server(ctx: TrialContext, tmp_path, measure) -> TrialContext:
 def test_run_trial_stores_it_as_pruned_with_the_reason(tmp_path) -> None:
     got = {}
 
-    def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
+    def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None, fresh=None):
         got["hopeless"] = hopeless
         why = hopeless(5.0) if hopeless else None
         return CapacityResult(5.0, None, None, None, (), abandoned=why)
@@ -111,7 +111,7 @@ def test_the_study_hands_each_trial_the_best_capacity_so_far(offline_inputs) -> 
 def test_a_level_with_failed_requests_says_what_the_server_answered(tmp_path) -> None:
     from tuner.trial.level import Level
 
-    def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
+    def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None, fresh=None):
         on_level(
             Level(
                 "rate",

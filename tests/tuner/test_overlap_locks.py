@@ -44,7 +44,7 @@ def stand_ins(
         time.sleep(startup_s)
         note(name, "start-end")
 
-    def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None):
+    def fake_measure(url, config, ctx, number, on_level, hopeless=None, plan=None, fresh=None):
         note(f"trial-{number:03d}", "measure")
         time.sleep(measure_s)
         return CapacityResult(1.0, None, None, None, ())

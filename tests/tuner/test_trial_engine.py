@@ -85,7 +85,7 @@ def test_a_bug_in_one_trial_stops_the_other_trials_servers_before_it_is_raised(t
     launcher = FakeLauncher()
     measuring = threading.Event()
 
-    def endless(url, config, ctx, number, on_level, hopeless=None, plan=None):  # a level after a level
+    def endless(url, config, ctx, number, on_level, hopeless=None, plan=None, fresh=None):  # a level after a level
         measuring.set()
         while True:
             on_level(Level("rate", 1.0, None, True, 1.0, 1.0, {}, 0))

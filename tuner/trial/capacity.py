@@ -73,6 +73,9 @@ class MeasurePlan:
     # the best capacity measured so far, for a launch that has only to show it beats it (tune --predict: an engine
     # family the model has not calibrated): its first level; a miss there ends the search (_challenged)
     challenge_req_s: float | None = None
+    # a rate level that follows a lost one runs on a fresh server (tuner.trial.server_slot): a lost level leaves
+    # vLLM-CPU slower for the levels after it (docs/certification.md, "A lost level leaves vLLM-CPU slower")
+    fresh_server_after_lost: bool = False
 
     def level_requests(self, rate: float) -> int:
         n = max(self.min_level_requests, round(rate * self.level_duration_s))

@@ -37,7 +37,8 @@ CPU_SERVER_NICE = 10
 
 class Measure(Protocol):
     """Measures the server at ``url`` serving ``config``: levels reported to ``on_level``; ``hopeless``
-    judges the probe's throughput; ``plan`` fitted to what the server runs at once."""
+    judges the probe's throughput; ``plan`` fitted to what the server runs at once; ``fresh`` (None: never)
+    replaces the server after a lost level and returns its URL."""
 
     def __call__(
         self,
@@ -48,6 +49,7 @@ class Measure(Protocol):
         on_level: Callable[[Level], None],
         hopeless: Callable[[float], str | None] | None = None,
         plan: MeasurePlan | None = None,
+        fresh: Callable[[], str] | None = None,
     ) -> CapacityResult: ...
 
 

