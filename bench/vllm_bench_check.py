@@ -143,6 +143,8 @@ def summarize(result: dict[str, Any], slos: tuple[SLO, ...], gauges: Sequence[Ga
         "errors": error_counts(result["errors"]),
         "duration_s": result["duration"],
         "request_throughput": result["request_throughput"],
+        # the rate its arrivals realized (first to last send): a Poisson schedule's is a few % off the nominal one
+        "sent_rate_req_s": (len(starts) - 1) / (max(starts) - min(starts)) if max(starts) > min(starts) else None,
         "slo_values": whole,
         "last_half_slo_values": last,
         "intervals": intervals,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from loadtest import steady
@@ -106,6 +106,15 @@ def _slo_value(slo: SLO, per_req: list[Timings], n_failed: int) -> float | None:
     return None if v is None or math.isinf(v) else v
 
 
+def sent_rate(records: Sequence[RequestRecord]) -> float | None:
+    """Requests sent per second over the sending span: (n - 1) / (last scheduled send - first). For an open-loop
+    run, the arrival rate its schedule realized (a Poisson schedule's count in a window varies by ~1/sqrt(n))."""
+    times = sorted(r.scheduled_at for r in records)
+    if len(times) < 2 or times[-1] <= times[0]:
+        return None
+    return (len(times) - 1) / (times[-1] - times[0])
+
+
 def compute_metrics(
     records: Iterable[RequestRecord],
     *,
@@ -158,6 +167,7 @@ def compute_metrics(
         slo_met=all(s.met_by(slo_values[s.key]) for s in slos) if slos else None,
         slo_values=slo_values,
         token_counts_exact=all(t.exact for t in per_req),
+        sent_rate_req_s=sent_rate(recs),
         samples=samples,
         records=every,
         gauges=gauges,

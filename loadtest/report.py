@@ -52,6 +52,7 @@ class LoadReport:
     gauges: tuple[GaugeSample, ...] = field(default=(), repr=False, compare=False)  # vLLM's, polled during the run
     steady: Steadiness | None = None  # loadtest.steady: the level's steady-state checks (None: too few requests)
     host: HostCpu | None = None  # loadtest.host_cpu: how busy the host was over the run (None: not measured)
+    sent_rate_req_s: float | None = None  # loadtest.summary.ReportSummary's: the realized rate of sending
 
     @property
     def holds(self) -> bool:
@@ -89,6 +90,7 @@ class LoadReport:
             token_counts_exact=self.token_counts_exact,
             steady=self.steady,
             host_cpu=self.host,
+            sent_rate_req_s=self.sent_rate_req_s,
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -105,7 +107,8 @@ def format_table(r: LoadReport) -> str:
     lines = [
         f"requests      {r.requests_ok} ok, {r.requests_failed} failed"
         + (f" ({', '.join(f'{k}: {v}' for k, v in sorted(r.failures.items()))})" if r.failures else ""),
-        f"duration      {r.duration_s:,.2f} s",
+        f"duration      {r.duration_s:,.2f} s"
+        + (f" (sent at {r.sent_rate_req_s:,.2f} req/s)" if r.sent_rate_req_s is not None else ""),
         f"throughput    {r.throughput_req_s:,.2f} req/s, {r.throughput_tok_s:,.1f} output tok/s "
         f"({r.output_tokens:,} output, {r.input_tokens:,} input tokens)",
     ]

@@ -44,6 +44,9 @@ class ReportSummary:
     token_counts_exact: bool = True
     steady: Steadiness | None = None  # None: too few requests, or stored before steadiness was judged
     host_cpu: HostCpu | None = None  # None: not measured
+    # requests sent per second over the sending span, (n - 1) / (last scheduled send - first): an open-loop run's
+    # realized arrival rate, which a Poisson schedule sets a few % off its nominal rate (None: fewer than 2 sent)
+    sent_rate_req_s: float | None = None
 
     @property
     def good_share(self) -> float:
@@ -76,6 +79,7 @@ class ReportSummary:
             "token_counts_exact": self.token_counts_exact,
             "steady": self.steady.to_dict() if self.steady is not None else None,
             "host_cpu": self.host_cpu.to_dict() if self.host_cpu is not None else None,
+            "sent_rate_req_s": self.sent_rate_req_s,
         }
 
     @classmethod
@@ -104,4 +108,5 @@ class ReportSummary:
             token_counts_exact=d.get("token_counts_exact", True),
             steady=Steadiness.from_dict(steady) if steady else None,
             host_cpu=HostCpu.from_dict(host) if host else None,
+            sent_rate_req_s=d.get("sent_rate_req_s"),
         )

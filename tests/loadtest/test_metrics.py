@@ -236,3 +236,18 @@ def test_a_miss_counted_in_flight_is_not_counted_again_when_its_request_ends() -
     late = RequestRecord(index=7, scheduled_at=0.0, sent_at=0.0, chunks=(Chunk(2.0, 1), Chunk(4.0, 1)), done_at=4.0)
     assert not counter.add(late) and counter.misses == {"ttft_p95": 1, "e2e_p95": 1}  # its E2E miss counts at its end
     assert counter.overdue(8, 1100.0) and counter.lost_slo == "ttft_p95"
+
+
+def test_the_realized_sending_rate_is_reported_and_stored() -> None:
+    """A Poisson schedule's count in a window varies: the report says at what rate it really sent."""
+    from loadtest.arrivals import schedule
+    from loadtest.summary import ReportSummary
+
+    offsets = schedule(2.48, duration_s=180.0, seed=41)  # 479 arrivals in 180 s: 7 % above the nominal rate
+    recs = [rec(i, t, t, [(t + 0.1, 1)], t + 0.2) for i, t in enumerate(offsets)]
+    warm = rec(-1, -50.0, -50.0, [(-49.9, 1)], -49.8, warmup=True)  # warm-up requests are not the load
+    rep = compute_metrics([warm, *recs])
+    assert rep.sent_rate_req_s == pytest.approx((len(offsets) - 1) / offsets[-1])
+    assert 2.6 < rep.sent_rate_req_s < 2.7
+    assert ReportSummary.from_dict(rep.summary().to_dict()).sent_rate_req_s == rep.sent_rate_req_s
+    assert compute_metrics(recs[:1]).sent_rate_req_s is None  # one request: no span

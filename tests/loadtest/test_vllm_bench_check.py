@@ -40,6 +40,7 @@ def test_every_slo_metric_is_judged_and_a_failure_counts_as_a_miss():
     assert s["held"] is False  # ttft's median (200 ms) misses 150 ms
     assert s["vllm_reported"]["p95_tpot_ms"] == 10.0
     assert s["failed"] == 1 and s["errors"] == {"Bad Request": 1}
+    assert s["sent_rate_req_s"] == pytest.approx(1.0)  # three sends over 2 s: the realized arrival rate
     assert summarize(_result(), parse_slos("tpot_p99=20ms"))["slo_values"]["tpot_p99"] is None  # the failure
 
 

@@ -26,6 +26,7 @@ class FakeReport:
     duration_s: float = 10.0
     host: None = None  # the host's CPU use: not measured
     server: dict = field(default_factory=dict)  # vLLM's /metrics over the level
+    sent_rate_req_s: float | None = None  # the realized arrival rate: not scripted
 
     @property
     def slo_met(self):
@@ -210,3 +211,11 @@ def test_a_level_missed_on_a_shared_host_is_measured_once_more_and_only_once():
     low, high, again, wider, wider_again, mid = calls
     assert high == again and wider == wider_again and mid < wider  # each shared miss once more, not twice
     assert res.levels[2].host is shared and res.levels[3].host is None and res.best_rate == mid
+
+
+def test_a_level_line_names_a_realized_rate_far_from_the_nominal_one():
+    far = swap(level_of("rate", 2.48, None, FakeReport(900.0, 2.2, 2.2)), sent_rate=2.661)
+    assert level_line(far).startswith("rate 2.48/s (sent at 2.66/s)")
+    near = swap(far, sent_rate=2.49)
+    assert level_line(near).startswith("rate 2.48/s:") or level_line(near).startswith("rate 2.48/s for")
+    assert Level.from_dict(far.to_dict()).sent_rate == 2.661
