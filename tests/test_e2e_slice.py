@@ -27,7 +27,8 @@ pytestmark = pytest.mark.vllm
 
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = ("--gpu", "cpu", "--slo", "ttft_p95=2s", "--workload", "chat", "--output-tokens", "4")  # short levels
-SHORT = ("--trials", "1", "--level-seconds", "2", "--soak-seconds", "0")
+# --same-server: no vLLM start per lost level (docs/testing.md); the fresh server's own tests are test_fresh_server.py
+SHORT = ("--trials", "1", "--level-seconds", "2", "--soak-seconds", "0", "--same-server")
 
 
 def vllm_processes(model: Path) -> list[int]:

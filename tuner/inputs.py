@@ -84,6 +84,8 @@ def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
         )
     if settings.level_seconds:
         plan = replace(plan, level_duration_s=settings.level_seconds)
+    if settings.same_server:
+        plan = replace(plan, fresh_server_after_lost=False)
     if settings.certify not in WHOM:
         raise UsageError(f"--certify {settings.certify!r}: use one of {', '.join(WHOM)}")
     if settings.soak_seconds is not None:

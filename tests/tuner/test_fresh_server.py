@@ -175,3 +175,5 @@ def test_the_cpu_plan_uses_fresh_servers_and_the_gpu_plan_does_not():
     settings = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s")
     assert measure_plan(settings, GPUProfile.load("cpu")).fresh_server_after_lost
     assert not measure_plan(settings, GPUProfile.load("h200")).fresh_server_after_lost
+    same = TuneSettings(model="/m", gpu="cpu", slo="ttft_p95=2s", same_server=True)  # --same-server
+    assert not measure_plan(same, GPUProfile.load("cpu")).fresh_server_after_lost

@@ -122,6 +122,13 @@ FIELDS: dict[str, Field] = {
         False,
         rules.FLAG,
     ),
+    "same_server": Field(
+        bool,
+        "measure all of a trial's load levels on one server (faster on the CPU); by default a CPU level that "
+        "follows a lost one runs on a fresh server, since a lost level left vLLM-CPU slower (docs/certification.md)",
+        False,
+        rules.FLAG,
+    ),
     "predict": Field(
         bool,
         "rank a sample of the search space with perfmodel, calibrated on vLLM's defaults and refitted after "

@@ -46,6 +46,7 @@ class TuneSettings:
     startup_timeout: float = 900.0
     time_budget: float | None = None
     overlap_startup: bool = False
+    same_server: bool = False  # no fresh server after a lost CPU level (MeasurePlan.fresh_server_after_lost)
     predict: bool = False
     predict_sample: int = 200
     try_first: str | None = None
