@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from vllm_bench_steady import GaugePoller, records_of  # noqa: E402
 
 from loadtest.dist import percentile  # noqa: E402
+from loadtest.metrics import sent_rate  # noqa: E402
 from loadtest.prompts import PromptFactory, load_tokenizer  # noqa: E402
 from loadtest.report import cached_prompts_warning  # noqa: E402
 from loadtest.server_metrics import GaugeSample, parse_prometheus  # noqa: E402
@@ -136,15 +137,15 @@ def summarize(result: dict[str, Any], slos: tuple[SLO, ...], gauges: Sequence[Ga
             intervals[s.key] = iv.to_dict() if iv else None
     judged = tuple(s for s in slos if s.metric in BENCH_METRICS)
     slo_held = all(s.met_by(whole.get(s.key)) and s.met_by(last.get(s.key)) for s in judged)
-    steady = judge(records_of(result), judged, last, gauges=gauges)
+    records = records_of(result)
+    steady = judge(records, judged, last, gauges=gauges)
     return {
         "completed": result["completed"],
         "failed": sum(1 for e in result["errors"] if e),
         "errors": error_counts(result["errors"]),
         "duration_s": result["duration"],
         "request_throughput": result["request_throughput"],
-        # the rate its arrivals realized (first to last send): a Poisson schedule's is a few % off the nominal one
-        "sent_rate_req_s": (len(starts) - 1) / (max(starts) - min(starts)) if max(starts) > min(starts) else None,
+        "sent_rate_req_s": sent_rate(records),  # the rate its arrivals realized, as loadtest reports it
         "slo_values": whole,
         "last_half_slo_values": last,
         "intervals": intervals,

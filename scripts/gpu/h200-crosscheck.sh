@@ -110,5 +110,5 @@ else
     snap "after-run$i"
   done
 fi
-snap after
+[ -z "$steps" ] && snap after
 log "done"

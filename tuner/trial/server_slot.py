@@ -34,7 +34,6 @@ class ServerSlot:
         self._check = check  # raises when the run stops: no server is started after that
         self._stack: contextlib.ExitStack | None = None
         self._server: Server | None = None
-        self.replaced = 0
 
     @property
     def server(self) -> Server:
@@ -61,7 +60,6 @@ class ServerSlot:
             self._check()
             self._open()
             self._timeline.setdefault("fresh_servers", []).append([stopped, self._clock()])
-        self.replaced += 1
         return self.server.url
 
     def stop(self) -> None:
