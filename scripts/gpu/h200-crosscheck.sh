@@ -13,6 +13,7 @@
 # --out's grid.jsonl), as the grid measured it (its own KV budget, nothing pinned), at FACTOR x STUDY_DIR's certified
 # rate: another configuration held at the very rates the study's winner was checked at. CROSSCHECK_KV_BYTES=N pins
 # its KV cache at N bytes (kv_cache_memory_bytes, as launch.sh pins a winner's), so that it keeps the grid's KV tokens.
+# CROSSCHECK_GMU=U serves it with gpu_memory_utilization U instead (the A30's memory emulated on another card).
 # CROSSCHECK_STEPS="F:S F:S ...": several benchmark runs on the one server, back to back, each at F x the certified
 # rate for S seconds and waiting for its requests (e.g. "1.0:120 1.3:60 1.0:120": does an overload leave the server
 # slower?); CROSSCHECK_SEEDS="41 42 43" their prompt seeds. Each writes crosscheck-vllm-bench-<FACTOR>x-run<I>-<F>x.json.
@@ -44,6 +45,8 @@ point = os.environ.get("CROSSCHECK_POINT")
 if point:  # a grid row's launched configuration, as the grid measured it
     row = json.loads(Path(point).read_text().splitlines()[0])
     cfg, deployed = ServeConfig.from_dict(row["result"]["launched"]), {}
+    if os.environ.get("CROSSCHECK_GMU"):
+        cfg = ServeConfig.from_dict({**cfg.to_dict(), "gpu_memory_utilization": float(os.environ["CROSSCHECK_GMU"])})
     if os.environ.get("CROSSCHECK_KV_BYTES"):
         deployed = {"kv_cache_memory_bytes": int(os.environ["CROSSCHECK_KV_BYTES"])}
     print(f"serving {point}'s point {row['point']}, not the study's winner", file=sys.stderr)
@@ -69,7 +72,7 @@ env "${envs[@]}" setsid "${argv[@]}" > /tmp/xcheck/server.log 2>&1 &
 spid=$!
 stop() {
   kill -TERM -- -"$spid" 2>/dev/null; sleep 5; kill -KILL -- -"$spid" 2>/dev/null
-  grep -E "Actual usage is|Available KV cache memory|specified by kv_cache_memory_bytes|GPU KV cache size|Maximum concurrency|Error" /tmp/xcheck/server.log \
+  grep -E "Actual usage is|Available KV cache memory|specified by kv_cache_memory_bytes|GPU KV cache size|Maximum concurrency|Error|[Gg]raph|[Bb]ackend|[Cc]ompil|profil" /tmp/xcheck/server.log \
     | cut -c1-400 >> "$dest/crosscheck.log"
 }
 trap stop EXIT
