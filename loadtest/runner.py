@@ -133,7 +133,13 @@ class _Run:
 
         def plan(count: int | None, duration_s: float | None) -> list[float]:
             return arrivals.schedule(
-                rate, count=count, duration_s=duration_s, arrival=s.arrival, burstiness=s.burstiness, seed=s.seed
+                rate,
+                count=count,
+                duration_s=duration_s,
+                arrival=s.arrival,
+                burstiness=s.burstiness,
+                seed=s.seed,
+                rate_window_s=s.rate_window_s,
             )
 
         if s.steady_e2e_multiple is None or s.max_duration_s is None or s.requests is None:

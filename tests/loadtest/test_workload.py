@@ -203,3 +203,24 @@ def test_edit_instruction_must_be_text(tmp_path) -> None:
     bad.write_text("input_tokens: 10\noutput_tokens: 10\nedit_instruction: 3\n")
     with pytest.raises(WorkloadError, match="edit_instruction"):
         load_workload(bad)
+
+
+def test_a_rate_window_sends_the_nominal_rate_and_keeps_the_gaps_shape() -> None:
+    # free gaps: seed 41 sends 479 requests in 180 s at 2.48 req/s (7 % over); in 30-s windows, 2.48 x 180
+    assert len(schedule(2.48, duration_s=180, seed=41)) == 479
+    w = schedule(2.48, duration_s=180, seed=41, rate_window_s=30)
+    assert len(w) == 446
+    n = round(2.48 * 30)  # 74 arrivals a window, each window starting at k x 74 / 2.48 s
+    assert [w[k * n] for k in range(6)] == pytest.approx([k * n / 2.48 for k in range(6)])
+    for seed in range(20):  # 4 whole windows (296 arrivals, 119.35 s), then the draw's first 0.65 s of the fifth
+        assert 296 < len(schedule(2.48, duration_s=120, seed=seed, rate_window_s=30)) <= 302
+    p = schedule(100.0, count=20000, seed=1, rate_window_s=30)  # Poisson given its count: still exponential gaps
+    gaps = [b - a for a, b in zip(p, p[1:], strict=False)]
+    assert statistics.mean(gaps) == pytest.approx(0.01, rel=0.01)
+    assert statistics.stdev(gaps) == pytest.approx(0.01, rel=0.05)
+    g = schedule(100.0, count=20000, arrival="gamma", burstiness=0.25, seed=1, rate_window_s=30)
+    ggaps = [b - a for a, b in zip(g, g[1:], strict=False)]
+    assert statistics.stdev(ggaps) == pytest.approx(0.02, rel=0.1)  # the bursts stay
+    assert schedule(4.0, count=5, arrival="constant", rate_window_s=30) == schedule(4.0, count=5, arrival="constant")
+    with pytest.raises(ValueError, match="rate_window_s"):
+        schedule(1.0, count=5, rate_window_s=0)
