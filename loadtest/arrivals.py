@@ -8,8 +8,8 @@
 With ``rate_window_s``, the random gaps come in windows of ``round(rate × rate_window_s)`` arrivals, each window's
 gaps scaled to span exactly its count / rate: every window sends the nominal rate, and within it the arrivals keep
 their shape (Poisson gaps so scaled are a Poisson process given its count). Free gaps send a count that varies by
-about 1/√n with the draw (7 % over 180 s at 2.5 req/s), so a level or a soak tests another rate than it names;
-vLLM's own benchmark client scales its gaps to the run's whole span for the same reason.
+about 1/√n with the draw (7 % over 180 s at 2.5 req/s), so a run tests another rate than it names. vLLM's own
+benchmark client scales its gaps to its run's span; ``loadtest.spec.rate_window_s`` gives a run its planned span.
 """
 
 from __future__ import annotations

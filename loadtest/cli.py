@@ -12,7 +12,6 @@ from typing import NoReturn
 from loadtest.crash import guarded, one_line
 from loadtest.errors import LoadtestError, LoadtestInputError, ServerUnreachable
 from loadtest.slo import SLOError, parse_slos
-from loadtest.spec import RATE_WINDOW_S
 from loadtest.writable import check_output_file
 
 
@@ -40,11 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arrival", default="poisson", help="poisson | constant | gamma (open loop)")
     p.add_argument("--burstiness", type=float, default=1.0, help="gamma shape: 1 = Poisson, <1 burstier")
     p.add_argument(
-        "--rate-window",
-        type=float,
-        default=RATE_WINDOW_S,
-        help=f"open loop: each window of this many seconds sends exactly rate x seconds (default {RATE_WINDOW_S:g}; "
-        "0: free gaps, the count varies with the draw)",
+        "--free-count",
+        action="store_true",
+        help="open loop: do not scale the random gaps so that the run sends exactly rate x its span "
+        "(vLLM's own client scales them); the count sent then varies with the draw",
     )
     p.add_argument("--endpoint", default="completions", help="completions | chat")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds before a request counts as timed out")
@@ -121,7 +119,7 @@ def _spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         tokenizer=tokenizer,
         arrival=args.arrival,
         burstiness=args.burstiness,
-        rate_window_s=args.rate_window or None,
+        exact_count=not args.free_count,
         endpoint=args.endpoint,
         timeout_s=args.timeout,
         scrape_server_metrics=not args.no_server_metrics,

