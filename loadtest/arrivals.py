@@ -14,6 +14,7 @@ benchmark client scales its gaps to its run's span; ``loadtest.spec.rate_window_
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator
 
@@ -49,7 +50,8 @@ def schedule(
     if rate_window_s is not None and not rate_window_s > 0:
         raise ValueError(f"rate_window_s must be > 0 seconds, got {rate_window_s}")
     rng = random.Random(f"{seed}:arrivals")
-    gaps = _windowed(rng, rate, arrival, burstiness, rate_window_s)
+    needed = count if count is not None else math.ceil(rate * (duration_s or 0)) + 1
+    gaps = _windowed(rng, rate, arrival, burstiness, rate_window_s, needed)
     out: list[float] = []
     t = 0.0
     while (count is not None and len(out) < count) or (duration_s is not None and t < duration_s):
@@ -59,11 +61,11 @@ def schedule(
 
 
 def _windowed(
-    rng: random.Random, rate: float, arrival: str, burstiness: float, window_s: float | None
+    rng: random.Random, rate: float, arrival: str, burstiness: float, window_s: float | None, needed: int
 ) -> Iterator[float]:
     """Gaps one after another; with ``window_s``, drawn a window at a time and scaled so that each window of
-    ``n`` gaps spans ``n / rate`` seconds."""
-    n = 1 if window_s is None or arrival == "constant" else max(1, round(rate * window_s))
+    ``n`` gaps spans ``n / rate`` seconds (no more gaps a window than the run needs: a huge rate stays cheap)."""
+    n = 1 if window_s is None or arrival == "constant" else max(1, min(round(rate * window_s), needed))
     while True:
         window = [_gap(rng, rate, arrival, burstiness) for _ in range(n)]
         scale = 1.0 if n == 1 else n / rate / sum(window)

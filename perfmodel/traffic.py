@@ -105,7 +105,8 @@ def poisson_load(
     first: int = 0,
     output_tokens: int | None = None,
 ) -> OpenLoad:
-    """An open-loop level as ``loadtest.run_load`` sends it (``LoadSpec(rate=…, requests=count, seed=…)``)."""
+    """An open-loop level as ``loadtest.run_load`` sent it before 2026-12-06 (``LoadSpec(rate=…, requests=count,
+    seed=…)`` with free Poisson gaps); since then a level's spans send exactly rate x span, which this still omits."""
     offsets = arrivals.schedule(rate, count=count, seed=seed)
     return OpenLoad(tuple(offsets), requests_of(workload, seed, count, first=first, output_tokens=output_tokens), rate)
 

@@ -222,6 +222,8 @@ def test_a_rate_window_sends_the_nominal_rate_and_keeps_the_gaps_shape() -> None
     ggaps = [b - a for a, b in zip(g, g[1:], strict=False)]
     assert statistics.stdev(ggaps) == pytest.approx(0.02, rel=0.1)  # the bursts stay
     assert schedule(4.0, count=5, arrival="constant", rate_window_s=30) == schedule(4.0, count=5, arrival="constant")
+    huge = schedule(1e6, count=100, seed=1, rate_window_s=30)  # a window no longer than the run: 100 gaps, not 3e7
+    assert len(huge) == 100 and huge[-1] < 100 / 1e6
     with pytest.raises(ValueError, match="rate_window_s"):
         schedule(1.0, count=5, rate_window_s=0)
 
