@@ -30,7 +30,6 @@ class Draw:
     seconds: float
     held: bool | None
     sent_rate_req_s: float | None
-    name: str
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ def draw_of(path: Path) -> Draw:
     data = json.loads(path.read_text())
     if not isinstance(data, dict) or "held" not in data or "rate" not in data:
         raise ValueError(f"{path}: not a bench/vllm_bench_check.py --json file (no 'rate' and 'held')")
-    return Draw(float(data["rate"]), float(data["seconds"]), data["held"], data.get("sent_rate_req_s"), path.name)
+    return Draw(float(data["rate"]), float(data["seconds"]), data["held"], data.get("sent_rate_req_s"))
 
 
 def tally(draws: Iterable[Draw], confidence: float = 0.9) -> list[Tally]:

@@ -9,12 +9,12 @@ from bench.hold_tally import Draw, draw_of, main, tally
 
 def test_draws_group_by_rate_and_seconds_and_unjudged_runs_count_apart():
     draws = [
-        Draw(2.256, 180, True, 2.25, "a"),
-        Draw(2.256, 180, True, 2.31, "b"),
-        Draw(2.48, 180, False, 2.478, "c"),
-        Draw(2.48, 180, True, 2.49, "d"),
-        Draw(2.48, 180, None, None, "e"),
-        Draw(2.256, 600, True, 2.26, "f"),
+        Draw(2.256, 180, True, 2.25),
+        Draw(2.256, 180, True, 2.31),
+        Draw(2.48, 180, False, 2.478),
+        Draw(2.48, 180, True, 2.49),
+        Draw(2.48, 180, None, None),
+        Draw(2.256, 600, True, 2.26),
     ]
     got = tally(draws)
     assert [(t.rate, t.seconds, t.held, t.draws, t.unjudged) for t in got] == [
@@ -26,10 +26,10 @@ def test_draws_group_by_rate_and_seconds_and_unjudged_runs_count_apart():
 
 
 def test_four_of_four_bounds_a_miss_only_loosely():
-    (t,) = tally([Draw(1.0, 120, True, None, str(i)) for i in range(4)])
+    (t,) = tally([Draw(1.0, 120, True, None) for _ in range(4)])
     assert t.high == 1.0
     assert t.low == pytest.approx(0.05 ** (1 / 4))  # exact: the p at which 4 of 4 has a 5 % chance
-    (m,) = tally([Draw(1.0, 120, i < 3, None, str(i)) for i in range(5)])  # 3 of 5
+    (m,) = tally([Draw(1.0, 120, i < 3, None) for i in range(5)])  # 3 of 5
     assert 0.18 < m.low < 0.2 and 0.9 < m.high < 0.95
 
 
