@@ -11,7 +11,7 @@ import functools
 
 from launch.config import ServeConfig
 from tuner.certify.certification import Certification, KeepSoaks, Soak
-from tuner.certify.certified import certify_study, floor_rate, stored
+from tuner.certify.certified import certify_study, config_levels, floor_rate, stored
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
 from tuner.certify.soak import certify_config, window_hint
@@ -70,7 +70,7 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
             say(note)
         with full.rules.placed(t.config.gpus, device) as where:
             cert = certify_config(t.number, config, full, t.best_rate or 0.0, floor_rate(t), say, where, first,
-                                  prior, keep)  # fmt: skip
+                                  prior, keep, config_levels(summary, t))  # fmt: skip
         say(cert.line())
         if (hint := window_hint(cert)) is not None:
             say(hint)

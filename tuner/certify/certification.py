@@ -17,12 +17,14 @@ SERVERS).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from tuner.certify.confirming import eligible_rates, next_step, servers_holding, soak_again
+from tuner.certify.kv_edge import KvEdge, kv_edge
 from tuner.certify.soak_record import Soak
+from tuner.trial.level import Level
 
 __all__ = ["Certification", "KeepSoaks", "Soak", "certify"]  # Soak: where its callers found it before soak_record
 
@@ -43,30 +45,38 @@ class Certification:
     soak_s: float
     soaks: tuple[Soak, ...]
     fail_reason: str | None = None  # the server could not start
+    kv_edge: KvEdge | None = None  # the held rate's edge is the KV cache: a step below it is stated (kv_edge)
 
     @property
-    def certified_rate(self) -> float | None:
+    def held_rate(self) -> float | None:
         """The highest held rate below every miss not cleared by a retry (tuner.certify.confirming)."""
         return max(eligible_rates(self.soaks), default=None)
 
     @property
+    def certified_rate(self) -> float | None:
+        """The stated rate: the held one, or a step below it at a KV-bound edge (tuner.certify.kv_edge)."""
+        return self.kv_edge.stated_req_s if self.kv_edge is not None else self.held_rate
+
+    @property
     def servers(self) -> int:
-        """Fresh servers that held the certified rate (or more)."""
-        rate = self.certified_rate
+        """Fresh servers that held the held rate (or more)."""
+        rate = self.held_rate
         return 0 if rate is None else servers_holding(self.soaks, rate)
 
     @property
     def certified_soak(self) -> Soak | None:
-        return next((s for s in self.soaks if s.holds and s.rate == self.certified_rate), None)
+        """The first soak that held the held rate."""
+        return next((s for s in self.soaks if s.holds and s.rate == self.held_rate), None)
 
     def line(self) -> str:
         if self.certified_rate is None:
             why = self.fail_reason or self._why_none()
             return f"trial {self.trial}: NOT certified ({why}); the search's estimate was {self.estimate_req_s:.3f}"
         where = "a fresh server" if self.servers < 2 else f"{self.servers} fresh servers"
+        kv = f"; {self.kv_edge.phrase()}" if self.kv_edge is not None else ""
         return (
             f"trial {self.trial}: certified {self.certified_rate:.3f} req/s ({self.soak_s:.0f}-s soaks held on "
-            f"{where}; the search's estimate {self.estimate_req_s:.3f})"
+            f"{where}{kv}; the search's estimate {self.estimate_req_s:.3f})"
         )
 
     def _why_none(self) -> str:
@@ -82,14 +92,21 @@ class Certification:
             "estimate_req_s": self.estimate_req_s,
             "soak_s": self.soak_s,
             "certified_rate_req_s": self.certified_rate,
+            "held_rate_req_s": self.held_rate,
             "soaks": [s.to_dict() for s in self.soaks],
             "fail_reason": self.fail_reason,
+            "kv_edge": self.kv_edge.to_dict() if self.kv_edge is not None else None,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Certification:
         soaks = tuple(Soak.from_dict(s) for s in d["soaks"])
-        return cls(d["trial"], d["estimate_req_s"], d["soak_s"], soaks, d.get("fail_reason"))
+        edge = KvEdge.from_dict(d["kv_edge"]) if d.get("kv_edge") else None  # None in files before 2026-12-06
+        return cls(d["trial"], d["estimate_req_s"], d["soak_s"], soaks, d.get("fail_reason"), edge)
+
+    def with_kv_edge(self, levels: Iterable[Level]) -> Certification:
+        """This certification, a step lower where the lowest miss above its held rate ran out of KV cache."""
+        return replace(self, kv_edge=kv_edge(self.held_rate, self.soaks, levels))
 
 
 def certify(
@@ -103,6 +120,7 @@ def certify(
     first: float | None = None,
     prior: tuple[Soak, ...] = (),
     keep: KeepSoaks = lambda _s: None,
+    levels: Sequence[Level] = (),
 ) -> Certification:
     """Soak a fresh server (``serve()``) at ``estimate``; step down by STEP while a soak misses, to no lower
     than ``floor`` (tuner.certify.certified.floor_rate) and at most MAX_SOAKS times. ``first``: the first
@@ -118,7 +136,7 @@ def certify(
         progress(f"certifying trial {trial}: going on from {len(prior)} soak(s) of an interrupted certification "
                  f"({went})")  # fmt: skip
     if rate is None:
-        return Certification(trial, estimate, soak_s, tuple(soaks))
+        return Certification(trial, estimate, soak_s, tuple(soaks)).with_kv_edge(levels)
     try:
         with contextlib.ExitStack() as servers:
             server = servers.enter_context(serve())
@@ -139,8 +157,9 @@ def certify(
                     if rate is not None and fresh and soaks[-1].holds:
                         progress(f"certifying trial {trial}: {rate:.3f} req/s once more, on another fresh server")
     except LaunchFailure as exc:
-        return Certification(trial, estimate, soak_s, tuple(soaks), fail_reason=f"{exc.reason}: {exc.detail}")
-    return Certification(trial, estimate, soak_s, tuple(soaks))
+        failed = Certification(trial, estimate, soak_s, tuple(soaks), fail_reason=f"{exc.reason}: {exc.detail}")
+        return failed.with_kv_edge(levels)
+    return Certification(trial, estimate, soak_s, tuple(soaks)).with_kv_edge(levels)
 
 
 def _start(prior: tuple[Soak, ...], floor: float, first: float) -> tuple[float | None, int]:

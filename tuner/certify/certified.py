@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from tuner.certify.certification import Certification, KeepSoaks, Soak
 from tuner.certify.confirming import SERVERS, eligible_rates, servers_holding
 from tuner.certify.summary import Summary
+from tuner.trial.level import Level
 from tuner.trial.result import TrialResult
 
 STUDY_ATTR = "certifications"
@@ -68,6 +69,12 @@ def floor_rate(trial: TrialResult) -> float:
     edge, and its lowest held level (0.85 x the prediction) once ended a certification after one missed soak."""
     held = [lv.rate for lv in trial.levels if lv.kind == "rate" and lv.passed and lv.rate]
     return min([*held, (trial.best_rate or 0.0) / 2])
+
+
+def config_levels(summary: Summary, trial: TrialResult) -> tuple[Level, ...]:
+    """Every search level of ``trial``'s configuration: each of its measurements' (the trial's own when none)."""
+    runs = [r for r in summary.measurements if r.config == trial.config] or [trial]
+    return tuple(lv for r in runs for lv in r.levels)
 
 
 # soaks one trial (the trial, its first rate, the soaks of its interrupted certification, where to keep new soaks)

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.certify.certification import Soak
+from loadtest.server_metrics import ServerSummary
 from tuner.certify.confirming import uncleared_misses
+from tuner.certify.soak_record import Soak
 from tuner.trial.level import Level
 
 SOAK, LEVEL = "soak", "search level"
@@ -39,16 +40,36 @@ class MissAbove:
         return {"rate_req_s": self.rate_req_s, "seconds": self.seconds, "source": self.source}
 
 
-def lowest_miss_above(stated_req_s: float, soaks: Sequence[Soak], levels: Iterable[Level]) -> MissAbove | None:
-    """The lowest miss above ``stated_req_s`` among ``soaks`` (those no retry on the same server cleared) and the
-    rate ``levels`` that did not pass; a soak wins a tie (the longer measurement). None: nothing above missed."""
+def misses_above(
+    stated_req_s: float, soaks: Sequence[Soak], levels: Iterable[Level]
+) -> list[tuple[MissAbove, ServerSummary]]:
+    """Every miss above ``stated_req_s``, with vLLM's figures over it: ``soaks`` that no retry on the same server
+    cleared, and the rate ``levels`` that did not pass."""
     missed = set(uncleared_misses(soaks))  # a rate held on one server may miss on another: the miss is told
     found = [
-        MissAbove(s.rate, s.seconds, SOAK) for s in soaks if not s.holds and s.rate in missed and s.rate > stated_req_s
+        (MissAbove(s.rate, s.seconds, SOAK), s.report.server)
+        for s in soaks
+        if not s.holds and s.rate in missed and s.rate > stated_req_s
     ]
     found += [
-        MissAbove(lv.rate, lv.duration_s, LEVEL)
+        (MissAbove(lv.rate, lv.duration_s, LEVEL), lv.server)
         for lv in levels
         if lv.kind == "rate" and lv.rate is not None and not lv.passed and lv.rate > stated_req_s
     ]
-    return min(found, key=lambda m: (m.rate_req_s, m.source != SOAK), default=None)
+    return found
+
+
+def lowest_with_server(
+    stated_req_s: float, soaks: Sequence[Soak], levels: Iterable[Level]
+) -> tuple[MissAbove, ServerSummary] | None:
+    """The lowest miss above ``stated_req_s`` and vLLM's figures over it; a soak wins a tie (the longer
+    measurement). None: nothing above missed."""
+    found = misses_above(stated_req_s, soaks, levels)
+    return min(found, key=lambda m: (m[0].rate_req_s, m[0].source != SOAK), default=None)
+
+
+def lowest_miss_above(stated_req_s: float, soaks: Sequence[Soak], levels: Iterable[Level]) -> MissAbove | None:
+    """The lowest miss above ``stated_req_s`` among ``soaks`` (those no retry on the same server cleared) and the
+    rate ``levels`` that did not pass; a soak wins a tie (the longer measurement). None: nothing above missed."""
+    lowest = lowest_with_server(stated_req_s, soaks, levels)
+    return lowest[0] if lowest is not None else None

@@ -15,8 +15,10 @@ from typing import Any
 
 from loadtest.host_cpu import HostCpu
 from tuner.certify.certification import Certification
+from tuner.certify.certified import config_levels
 from tuner.certify.confirm import Confirmation
 from tuner.certify.edge import MissAbove, lowest_miss_above
+from tuner.certify.kv_edge import KvEdge
 from tuner.certify.summary import Summary
 
 CERTIFIED, CONFIRMED, SEARCH = "certified", "confirmed", "search"
@@ -52,6 +54,7 @@ class Headline:
     shared_host: HostCpu | None = None  # the certifying soak's host, when other processes used a notable share
     servers: int = 1  # fresh servers that held the certified rate (tuner.certify.confirming)
     miss_above: MissAbove | None = None  # the lowest rate above the stated one that missed (tuner.certify.edge)
+    kv_edge: KvEdge | None = None  # a step below the held rate is stated: its edge is the KV cache (kv_edge)
 
     @property
     def rate_req_s(self) -> float | None:
@@ -66,7 +69,7 @@ class Headline:
                 else ""
             )
             return (
-                f"{self.certified_req_s:.3f} req/s certified ({self.soak_s:.0f}-s {self._where()}; "
+                f"{self.certified_req_s:.3f} req/s certified ({self.soak_s:.0f}-s {self._where()}{self._kv()}; "
                 f"the search's estimate {self.estimate_req_s:.3f}{self._edge()}{shared})"
             )
         if self.estimate_req_s is None:
@@ -75,6 +78,9 @@ class Headline:
         if self.certification_failed:
             why = uncertified_why(self.held_unconfirmed)
         return f"{self.estimate_req_s:.3f} req/s, the search's estimate ({why}{self._edge()})"
+
+    def _kv(self) -> str:
+        return f"; {self.kv_edge.phrase()}" if self.kv_edge is not None else ""
 
     def _edge(self) -> str:
         stated = self.rate_req_s
@@ -151,6 +157,7 @@ class Headline:
             "certified_on_shared_host": self.shared_host.to_dict() if self.shared_host is not None else None,
             "certified_on_servers": self.servers if self.certified_req_s is not None else None,
             "lowest_miss_above": self.miss_above.to_dict() if self.miss_above is not None else None,
+            "kv_edge": self.kv_edge.to_dict() if self.kv_edge is not None else None,
             "line": self.line(),
         }
 
@@ -190,6 +197,7 @@ def _headline(
         held_unconfirmed=cert is not None and cert.certified_rate is None and any(s.holds for s in cert.soaks),
         shared_host=_shared_host(cert),
         servers=max(1, cert.servers) if cert else 1,
+        kv_edge=cert.kv_edge if cert else None,
     )
     stated = replace(stated, miss_above=_miss_above(stated, summary, cert))
     if summary.overruled is not None:
@@ -215,8 +223,7 @@ def _miss_above(stated: Headline, summary: Summary, cert: Certification | None) 
     best, rate = summary.best, stated.rate_req_s
     if best is None or rate is None or stated.certification_failed:
         return None
-    runs = [r for r in summary.measurements if r.config == best.config] or [best]
-    return lowest_miss_above(rate, cert.soaks if cert else (), (lv for r in runs for lv in r.levels))
+    return lowest_miss_above(rate, cert.soaks if cert else (), config_levels(summary, best))
 
 
 def _shared_host(cert: Certification | None) -> HostCpu | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from launch.config import ServeConfig
 from loadtest.runner import run_load
@@ -17,6 +17,7 @@ from tuner.certify.soak_record import Soak, soak_of
 from tuner.trial.capacity import MIN_LEVEL_FLOOR
 from tuner.trial.context import TrialContext, launched_config, launcher_of, load_spec
 from tuner.trial.launcher import Server
+from tuner.trial.level import Level
 
 SOAK_SEED = 7919  # soaks draw other prompts and arrivals than the search's levels
 # a soak goes on past its seconds until it has lasted this many mean request lifetimes so far (the judgement needs
@@ -88,9 +89,10 @@ def certify_config(
     first: float | None = None,
     prior: tuple[Soak, ...] = (),
     keep: KeepSoaks = lambda _s: None,
+    levels: Sequence[Level] = (),
 ) -> Certification:
     """Certify ``config`` on a fresh server from the search's ``estimate`` (or ``first``) down, or on from the
-    ``prior`` soaks of an interrupted certification (tuner.certify.certification)."""
+    ``prior`` soaks of an interrupted certification; ``levels``: its search levels (tuner.certify.certification)."""
     seconds = ctx.plan.soak_s
     attempts = itertools.count(len(prior))  # each soak its own prompts, across an interruption too
     return certify(
@@ -104,4 +106,5 @@ def certify_config(
         first,
         prior,
         keep,
+        levels,
     )

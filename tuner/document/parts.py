@@ -12,6 +12,7 @@ from loadtest.host_cpu import HostCpu
 from loadtest.redact import without_password
 from loadtest.summary import ReportSummary
 from tuner.certify.edge import MissAbove
+from tuner.certify.kv_edge import KvEdge
 from tuner.document.reader import DocumentError, Fields
 from tuner.settings.tune_settings import TuneSettings
 from tuner.trial.result import TrialState
@@ -152,6 +153,7 @@ class StatedHeadline:
     certified_on_servers: int | None  # fresh servers that held it; None: not certified, or written before 2026-12-03
     line: str
     lowest_miss_above: MissAbove | None = None  # tuner.certify.edge; None: nothing above missed, or written before
+    kv_edge: KvEdge | None = None  # tuner.certify.kv_edge; None: the held rate is stated, or written before 2026-12-06
 
     @classmethod
     def from_fields(cls, f: Fields) -> StatedHeadline:
@@ -177,4 +179,12 @@ class StatedHeadline:
             lowest_miss_above=MissAbove(edge.number("rate_req_s"), edge.opt_number("seconds"), edge.text("source"))
             if edge
             else None,
+            kv_edge=_kv_edge(f.opt_obj("kv_edge")),
         )
+
+
+def _kv_edge(f: Fields | None) -> KvEdge | None:
+    if f is None:
+        return None
+    peak, pre = f.opt_number("kv_cache_usage_peak"), f.opt_integer("preemptions")
+    return KvEdge(f.number("held_rate_req_s"), f.number("miss_rate_req_s"), f.text("miss_source"), pre, peak)
