@@ -171,12 +171,15 @@ def read_metrics(url: str) -> Scrape | None:
     return parse_prometheus(r.text) if r.status_code == 200 else None
 
 
-def server_view(before: Scrape | None, after: Scrape | None, shared_prefix: float, seed: int) -> dict[str, Any]:
-    """vLLM's own counters over the run (preemptions, prefix-cache hit rate, KV tokens) and, when its prefix cache
-    answered the prompts (they were sent before), the warning that voids the verdict."""
+def server_view(
+    before: Scrape | None, after: Scrape | None, shared_prefix: float, seed: int, peaks: dict[str, float] | None = None
+) -> dict[str, Any]:
+    """vLLM's own counters over the run (preemptions, prefix-cache hit rate, KV tokens), the gauges' ``peaks`` polled
+    during it (KV cache usage, running, waiting) and, when its prefix cache answered the prompts (they were sent
+    before), the warning that voids the verdict."""
     if before is None or after is None:
         return {"server": None, "cached_prompts_warning": None}
-    server = server_summary(before[0], after[0], {}, after[1])
+    server = server_summary(before[0], after[0], peaks or {}, after[1])
     warning = cached_prompts_warning(server.get("prefix_cache_hit_rate"), shared_prefix, seed)
     return {"server": server, "cached_prompts_warning": warning}
 
@@ -203,7 +206,7 @@ def main() -> int:
         with GaugePoller(args.url) as poller:
             result = run_bench(args, dataset, count, Path(tmp))
         after = read_metrics(args.url)
-    view = server_view(before, after, load_workload(args.workload).shared_prefix_fraction, args.seed)
+    view = server_view(before, after, load_workload(args.workload).shared_prefix_fraction, args.seed, poller.peaks)
     summary = {"rate": args.rate, "seconds": args.seconds, "requests": count, **summarize(result, slos, poller.samples)}
     summary.update(view)
     if summary["steady"] and summary["steady"]["reasons"]:

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from loadtest.records import Chunk, RequestRecord
-from loadtest.server_metrics import GaugeSample, gauge_sample, parse_prometheus
+from loadtest.server_metrics import GaugeSample, gauge_sample, parse_prometheus, raise_peaks
 
 POLL_S = 0.25  # between /metrics reads (loadtest's scraper: 0.2 s)
 
@@ -45,6 +45,7 @@ class GaugePoller:
     def __init__(self, url: str) -> None:
         self.url = f"{url}/metrics"
         self.samples: list[GaugeSample] = []
+        self.peaks: dict[str, float] = {}  # each gauge's highest read (loadtest.server_metrics.raise_peaks)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
@@ -65,5 +66,9 @@ class GaugePoller:
                     r = client.get(self.url)
                 except httpx.HTTPError:
                     continue  # a missed read is a gap, not a verdict
-                if r.status_code == 200 and (s := gauge_sample(parse_prometheus(r.text)[0], time.perf_counter())):
+                if r.status_code != 200:
+                    continue
+                values = parse_prometheus(r.text)[0]
+                raise_peaks(self.peaks, values)
+                if s := gauge_sample(values, time.perf_counter()):
                     self.samples.append(s)

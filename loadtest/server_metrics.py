@@ -188,6 +188,14 @@ def gauge_sample(values: Mapping[str, float], t: float) -> GaugeSample | None:
     return GaugeSample(t, running, waiting) if running is not None and waiting is not None else None
 
 
+def raise_peaks(peaks: dict[str, float], values: Mapping[str, float]) -> None:
+    """Raise each gauge's peak in ``peaks`` (GAUGES' keys) to its value in this read (``parse_prometheus``'s)."""
+    for key, names in GAUGES.items():
+        v = _pick(values, names)
+        if v is not None:
+            peaks[key] = max(peaks.get(key, v), v)
+
+
 class Scraper:
     """Reads ``/metrics`` through the run's transport; polls gauges every ``interval_s`` (0.2 s) for peaks
     and keeps each poll's running and waiting counts (``samples``, timed by the run's ``clock``)."""
@@ -218,10 +226,7 @@ class Scraper:
         if not any(k.startswith("vllm:") for k in values):
             self.available = False
             return None
-        for key, names in GAUGES.items():
-            v = _pick(values, names)
-            if v is not None:
-                self.peaks[key] = max(self.peaks.get(key, v), v)
+        raise_peaks(self.peaks, values)
         if (sample := gauge_sample(values, self.clock.now())) is not None:
             self.samples.append(sample)
         return values, infos

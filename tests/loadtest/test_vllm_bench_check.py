@@ -70,6 +70,19 @@ def test_a_run_answered_from_the_prefix_cache_is_flagged_with_the_seed():
     assert server_view(None, _metrics(1, 1, 1), 0.0, 11) == {"server": None, "cached_prompts_warning": None}
 
 
+def test_the_gauges_peaks_polled_during_the_run_are_reported():
+    from loadtest.server_metrics import raise_peaks
+
+    peaks: dict[str, float] = {}
+    for usage, running in ((0.41, 30), (0.84, 91), (0.62, 70)):  # three polls of vLLM's gauges
+        raise_peaks(peaks, parse_prometheus(
+            f'vllm:kv_cache_usage_perc{{engine="0"}} {usage}\nvllm:num_requests_running{{engine="0"}} {running}\n'
+        )[0])  # fmt: skip
+    assert peaks == {"kv_cache_usage": 0.84, "requests_running": 91}  # no waiting gauge read: no waiting peak
+    view = server_view(_metrics(1000, 40, 2), _metrics(5000, 140, 9), 0.0, 11, peaks)
+    assert view["server"]["kv_cache_usage_peak"] == 0.84 and view["server"]["requests_running_peak"] == 91
+
+
 def _steady_result(lifetime_s: float, n: int = 120, gap_s: float = 0.5) -> dict:
     """``n`` requests ``gap_s`` apart, each a 0.1-s first token then 9 tokens spread over ``lifetime_s``."""
     itl = (lifetime_s - 0.1) / 9
