@@ -28,7 +28,7 @@ from loadtest.prompts import PromptFactory, load_tokenizer
 from loadtest.records import Chunk, RequestRecord
 from loadtest.report import LoadReport
 from loadtest.server_metrics import Scraper, summarize
-from loadtest.spec import ENDPOINTS, LoadSpec, base_url, check_server, rate_window_s, validate
+from loadtest.spec import ENDPOINTS, LoadSpec, base_url, check_server, next_rate_window_s, rate_window_s, validate
 from loadtest.transport import AiohttpTransport, Clock, MonotonicClock, Transport
 
 PREBUILD_BEFORE_S = 30.0  # of a level's arrivals built before its clock starts (its minimum, up to this)
@@ -126,36 +126,48 @@ class _Run:
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         return out
 
-    def _offsets(self, rate: float) -> list[float]:
-        """The send schedule: ``requests`` or ``duration_s``; with ``steady_e2e_multiple``, arrivals up to
-        ``max_duration_s`` of which the level sends at least ``requests``."""
+    def _offsets(self, rate: float) -> tuple[list[float], list[int] | None]:
+        """The send schedule and its windows' first arrivals (loadtest.arrivals.window_starts): ``requests`` or
+        ``duration_s``; with ``steady_e2e_multiple``, arrivals up to ``max_duration_s`` of which the level sends
+        at least ``requests``."""
         s = self.spec
+        window_s, next_s = rate_window_s(s, rate), next_rate_window_s(s)
 
-        def plan(count: int | None, duration_s: float | None) -> list[float]:
-            return arrivals.schedule(
+        def plan(count: int | None, duration_s: float | None) -> tuple[list[float], list[int] | None]:
+            offsets = arrivals.schedule(
                 rate,
                 count=count,
                 duration_s=duration_s,
                 arrival=s.arrival,
                 burstiness=s.burstiness,
                 seed=s.seed,
-                rate_window_s=rate_window_s(s, rate),
+                rate_window_s=window_s,
+                next_window_s=next_s,
             )
+            starts = arrivals.window_starts(
+                rate,
+                count=count,
+                duration_s=duration_s,
+                arrival=s.arrival,
+                rate_window_s=window_s,
+                next_window_s=next_s,
+            )
+            return offsets, starts
 
         if s.steady_e2e_multiple is None or s.max_duration_s is None or s.requests is None:
             return plan(s.requests, s.duration_s)
         longest = plan(None, s.max_duration_s)
-        return longest if len(longest) >= s.requests else plan(s.requests, None)
+        return longest if len(longest[0]) >= s.requests else plan(s.requests, None)
 
     async def open(self, rate: float, first: int) -> list[RequestRecord]:
         s = self.spec
-        offsets = self._offsets(rate)
+        offsets, window_starts = self._offsets(rate)
         tasks: list[asyncio.Task[RequestRecord]] = []
         sent: list[tuple[Prepared, float]] = []
         planned = s.requests if s.requests is not None else len(offsets)
         # lost only once the longest level it may become is lost: a steady-state level sends past ``planned``
         counter = MissCounter(s.slos, len(offsets)) if s.abandon_when_lost else None
-        stop = LevelEnd(s.requests or len(offsets), s.steady_e2e_multiple, s.steady_soft_max_s)
+        stop = LevelEnd(s.requests or len(offsets), s.steady_e2e_multiple, s.steady_soft_max_s, window_starts)
         lost = asyncio.Event()
         watch = InFlight(counter) if counter is not None and counter.first_token_limit_ms is not None else None
 

@@ -22,7 +22,8 @@ MAX_CONCURRENCY = 1 << 16  # streams open at once
 MAX_REQUESTS = 10_000_000  # requests in one run (an open-loop schedule is computed up front)
 MAX_SECONDS = 7 * 86_400
 MAX_TOKENS = 1 << 20
-# open loop: a run's planned span, and each span after it, sends exactly rate x span; spans of at least this
+# open loop: a run's planned span sends exactly rate x span, a span of at least this; so does each window of this
+# length after it (a steady-state level that runs past its span ends at one's end: loadtest.level_end)
 MIN_RATE_WINDOW_S = 30.0
 
 
@@ -73,12 +74,18 @@ class LoadSpec:
 
 
 def rate_window_s(s: LoadSpec, rate: float) -> float | None:
-    """The span each of whose windows sends exactly ``rate`` x span (loadtest.arrivals): the run's planned one
+    """The first window, which sends exactly ``rate`` x its length (loadtest.arrivals): the run's planned span
     (``duration_s``, or ``requests`` at ``rate``), at least MIN_RATE_WINDOW_S; None with free gaps."""
     if not s.exact_count:
         return None
     planned = s.duration_s if s.duration_s is not None else (s.requests or 0) / rate
     return max(planned, MIN_RATE_WINDOW_S)
+
+
+def next_rate_window_s(s: LoadSpec) -> float | None:
+    """The length of each window after the first (loadtest.arrivals ``next_window_s``): MIN_RATE_WINDOW_S, short
+    enough that a level running past its span stops soon after it has lasted long enough; None with free gaps."""
+    return MIN_RATE_WINDOW_S if s.exact_count else None
 
 
 def _within(value: float | None, low: float, high: float) -> bool:

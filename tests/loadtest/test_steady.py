@@ -245,6 +245,29 @@ def test_level_end_counts_running_requests_by_their_age() -> None:
     assert end.lifetime(30.0) == pytest.approx((1.0 + sum(12.0 - i for i in range(1, 10) if i % 3)) / 7)
 
 
+def test_past_its_first_window_a_steady_level_ends_only_where_a_window_starts() -> None:
+    starts = [0, 281, 351, 421]  # a 120-s soak at 2.345 req/s: its span, then 30-s windows of 70 arrivals
+    end = LevelEnd(planned=281, multiple=10.0, window_starts=starts)
+    assert all(end.may_end(k) for k in range(282)) and end.may_end(351) and end.may_end(421)
+    assert not any(end.may_end(k) for k in (282, 300, 350, 352, 420))
+    end.add(record(0, 0.0, 0.1, 14.0))  # ten lifetimes: 140 s, reached 20 s into the window from 149.7 s
+    assert not end.reached(328, 140.0) and end.reached(351, 149.7)
+    assert LevelEnd(planned=281, multiple=10.0).may_end(300)  # free gaps: anywhere, as before
+    assert LevelEnd(planned=281, multiple=None, window_starts=starts).reached(290, 0.0)  # a plain level: its plan
+
+
+def test_a_level_shorter_than_a_window_ends_where_it_did() -> None:
+    starts = [0, 70, 140]  # 20 requests planned at 2.345 req/s: a first window of 30 s (70 arrivals)
+    offsets = [k / 2.345 for k in range(200)]
+    for e2e in (0.5, 1.0, 2.5):  # ten lifetimes within the first window: the same arrival ends the level
+        ends = []
+        for window_starts in (starts, None):
+            end = LevelEnd(planned=20, multiple=10.0, window_starts=window_starts)
+            end.add(record(0, 0.0, 0.1, e2e))
+            ends.append(next(k for k, off in enumerate(offsets) if end.reached(k, off)))
+        assert ends[0] == ends[1] <= 70
+
+
 class SleepingResponse(FakeResponse):
     """A scripted stream whose delays pass in real time (concurrent requests overlap, as on a server)."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -253,6 +254,53 @@ def test_a_steady_level_is_abandoned_only_once_its_longest_schedule_is_lost() ->
     failing = lambda req, c: FakeResponse(500, ((0.0, b"overloaded"),), c)  # noqa: E731
     cut, t_cut = run(failing, **steady)
     assert len(t_cut.requests) < 20 and cut.slo_met is False  # stopped sending once 6 had missed
+
+
+class _StreamsFirstClock(ScriptedClock):
+    """A scripted clock that lets the requests already sent read their streams (each line advancing it by its
+    delay) before it moves on to the next send: each request then lives exactly its stream's delays."""
+
+    async def sleep_until(self, t: float) -> None:
+        for _ in range(20):
+            await asyncio.sleep(0)
+        await super().sleep_until(t)
+
+
+def steady_level(requests: int, multiple: float, max_duration_s: float) -> tuple[int, float]:
+    """A steady level at 2.345 req/s whose requests each stream for 0.1 s (a few live longer, sent late behind
+    one another): how many it sends, and the mean lifetime of its requests."""
+    clock = _StreamsFirstClock()
+    transport = FakeTransport(lambda req: FakeResponse.stream(clock, [(0.1, 1)]), clock)
+    s = spec(concurrency=None, rate=2.345, requests=requests, seed=62, measure_host_cpu=False)
+    s = replace(s, steady_e2e_multiple=multiple, max_duration_s=max_duration_s)
+    r = run_load(s, session=transport, clock=clock)
+    lives = [rec.done_at - rec.scheduled_at for rec in r.records if rec.done_at is not None]
+    assert len(lives) == len(transport.requests)
+    return len(transport.requests), math.fsum(lives) / len(lives)
+
+
+@pytest.mark.parametrize(("multiple", "windows"), [(1000.0, 0), (1250.0, 1), (1450.0, 2)])
+def test_a_soak_past_its_span_sends_whole_30_s_windows_at_the_rate_it_names(multiple: float, windows: int) -> None:
+    """A 120-s soak (281 requests at 2.345 req/s) that must last longer stops at the first window start past that:
+    its span, then whole windows of round(2.345 x 30) = 70 arrivals, each sent at exactly the nominal rate."""
+    from loadtest.arrivals import schedule
+
+    sent, lifetime = steady_level(281, multiple, 240.0)
+    assert sent == 281 + windows * 70
+    offsets = schedule(2.345, duration_s=240.0, seed=62, rate_window_s=281 / 2.345, next_window_s=30.0)
+    if windows:  # it went on past its span, to the first window start past its lifetimes (~144, ~166 s)
+        assert offsets[sent - 70] < multiple * lifetime <= offsets[sent]
+    assert sent / offsets[sent] == pytest.approx(2.345, rel=1e-9)  # the sends span sent / rate: the rate it names
+
+
+def test_a_steady_level_shorter_than_a_window_ends_at_the_first_arrival_past_its_lifetimes() -> None:
+    """A level of 20 planned requests (8.5 s) that must last 150 lifetimes of at least 0.1 s lies within its first
+    30-s window (70 arrivals): it ends inside that window once it has lasted them, not at the window's end."""
+    from loadtest.arrivals import schedule
+
+    offsets = schedule(2.345, duration_s=120.0, seed=62, rate_window_s=30.0, next_window_s=30.0)
+    sent, _ = steady_level(20, 150.0, 120.0)
+    assert 20 < sent < 70 and offsets[sent] >= 15.0
 
 
 class _Silent(FakeResponse):

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from loadtest.arrivals import schedule
+from loadtest.arrivals import schedule, window_starts
 from loadtest.errors import WorkloadError
 from loadtest.lengths import parse_length
 from loadtest.prompts import PromptFactory
@@ -237,3 +237,28 @@ def test_the_rate_window_is_the_runs_planned_span_at_least_30_s() -> None:
     assert rate_window_s(LoadSpec(**base, rate=2.0, requests=400), 2.0) == 200
     assert rate_window_s(LoadSpec(**base, rate=40.0, requests=160), 40.0) == 30  # a short level: 30-s windows
     assert rate_window_s(LoadSpec(**base, rate=2.0, requests=400, exact_count=False), 2.0) is None
+
+
+def test_windows_after_the_first_are_next_window_s_long() -> None:
+    # a 120-s soak's schedule: its span (281 arrivals at 2.345 req/s), then windows of round(2.345 x 30) = 70
+    span = 281 / 2.345
+    starts = window_starts(2.345, duration_s=240.0, rate_window_s=span, next_window_s=30.0)
+    assert starts == [0, 281, 351, 421, 491, 561]  # up to the 564 arrivals 240 s may need
+    w = schedule(2.345, duration_s=240.0, seed=62, rate_window_s=span, next_window_s=30.0)
+    assert [w[k] for k in starts] == pytest.approx([k / 2.345 for k in starts])  # each window at the nominal rate
+    assert schedule(2.345, duration_s=240.0, seed=62, rate_window_s=span)[:282] == w[:282]  # the first window as before
+    assert window_starts(2.345, duration_s=240.0, rate_window_s=span) == [0, 281, 562]  # default: all as long
+    assert window_starts(2.345, count=281, rate_window_s=span, next_window_s=30.0) == [0, 281]
+    assert window_starts(2.345, count=20, rate_window_s=30.0, next_window_s=30.0) == [0, 20]  # capped to the run
+    assert window_starts(2.345, count=281) is None  # free gaps: no window
+    assert window_starts(2.345, count=281, arrival="constant", rate_window_s=30.0) is None  # already exact
+    with pytest.raises(ValueError, match="next_window_s"):
+        schedule(1.0, count=5, rate_window_s=30, next_window_s=0)
+
+
+def test_the_windows_after_the_first_are_30_s_unless_gaps_are_free() -> None:
+    from loadtest.spec import MIN_RATE_WINDOW_S, LoadSpec, next_rate_window_s
+
+    base = dict(url="http://h:1", model="m", workload=load_workload("chat"), rate=2.0, requests=400)
+    assert next_rate_window_s(LoadSpec(**base)) == MIN_RATE_WINDOW_S == 30  # type: ignore[arg-type]
+    assert next_rate_window_s(LoadSpec(**base, exact_count=False)) is None  # type: ignore[arg-type]
