@@ -22,13 +22,22 @@ from pathlib import Path
 
 from launch.fingerprint import model_fingerprint
 from loadtest.summary import ReportSummary
+from tuner.certify.kv_edge import KvEdge
 from tuner.certify.verify import Verification, verify_at_rate
 from tuner.document.study import StudyDocument
 from tuner.errors import UsageError
 from tuner.inputs import load_inputs
 from tuner.pipeline import tune
 from tuner.quantize_step import maybe_quantize
-from tuner.retune_result import CertifiedCheck, OldBest, Retuned, RetunedBest, RetuneResult, Reverified
+from tuner.retune_result import (
+    CertifiedCheck,
+    OldBest,
+    Retuned,
+    RetunedBest,
+    RetuneResult,
+    Reverified,
+    retune_regressed,
+)
 from tuner.search.space import params_of
 from tuner.settings.tune_settings import TuneSettings
 from tuner.trial.kv_pin import pinned
@@ -73,6 +82,7 @@ def retune(
     old = OldBest(
         best.goodput_req_s, rate, doc.certified_rate_req_s is not None, best.config, doc.model.fingerprint, doc.versions
     )
+    old = replace(old, held_rate=_held_rate(doc.headline.kv_edge if doc.headline else None))
     model_changed = fingerprint != doc.model.fingerprint
     if not model_changed and not changes:
         ctx = trial_context(inputs, study / "logs" / f"retune-{_stamp()}")
@@ -86,7 +96,7 @@ def retune(
     else:
         new = _retune_changed(study, doc, settings, trials, tolerance, progress)
         updated = new.verified
-        regression = new.best is None or not new.verified or new.best.rate < rate * (1 - tolerance)
+        regression = retune_regressed(old, new, tolerance)
     result = RetuneResult(
         study=study,
         model_changed=model_changed,
@@ -132,7 +142,8 @@ def _retune_changed(
         check = verify_at_rate(frozen, ctx, verification_rate(best.best_rate, tolerance), progress)
         rate = best.best_rate
     certified = head is not None and head.certified_req_s is not None
-    retuned = Retuned(new_dir, RetunedBest(best.number, best.goodput_req_s, rate, certified, best.config, check))
+    held = _held_rate(head.kv_edge if head is not None else None)
+    retuned = Retuned(new_dir, RetunedBest(best.number, best.goodput_req_s, rate, certified, best.config, check, held))
     if retuned.verified:  # only a verified winner replaces the frozen files
         _replace_frozen_files(study, new_dir)
     return retuned
@@ -147,6 +158,11 @@ def _replace_frozen_files(study: Path, new_dir: Path) -> None:
             shutil.copy2(study / name, archive / name)
         if (new_dir / name).exists():
             shutil.copy2(new_dir / name, study / name)
+
+
+def _held_rate(edge: KvEdge | None) -> float | None:
+    """What the soaks held where a KV-bound edge stated a step below it (None: the stated rate was held)."""
+    return edge.held_req_s if edge is not None else None
 
 
 def check_tolerance(tolerance: float) -> None:

@@ -26,6 +26,12 @@ class OldBest:
     fingerprint: str
     versions: Mapping[str, object] | None
     goodput_at_rate_req_s: float | None = None  # stated by a re-verification only: rate × share of good requests
+    held_rate: float | None = None  # what its soaks held, where a KV-bound edge stated a step below it
+
+    @property
+    def held(self) -> float:
+        """The rate its soaks held (tuner.certify.kv_edge): what a regression compares, like with like."""
+        return self.held_rate if self.held_rate is not None else self.rate
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -38,6 +44,8 @@ class OldBest:
         }
         if self.goodput_at_rate_req_s is not None:
             out["goodput_at_rate_req_s"] = self.goodput_at_rate_req_s
+        if self.held_rate is not None:
+            out["held_rate"] = self.held_rate
         return out
 
 
@@ -79,6 +87,12 @@ class RetunedBest:
     certified: bool
     config: ServeConfig
     check: CertifiedCheck | Verification  # a certification, else one verification soak (--soak-seconds 0)
+    held_rate: float | None = None  # what its soaks held, where a KV-bound edge stated a step below it
+
+    @property
+    def held(self) -> float:
+        """The rate its soaks held (tuner.certify.kv_edge): what a regression compares, like with like."""
+        return self.held_rate if self.held_rate is not None else self.rate
 
 
 @dataclass(frozen=True)
@@ -104,7 +118,14 @@ class Retuned:
             "certified": b.certified,
             "config": b.config.to_dict(),
             "verification": b.check.to_dict(),
+            **({"held_rate": b.held_rate} if b.held_rate is not None else {}),
         }
+
+
+def retune_regressed(old: OldBest, new: Retuned, tolerance: float) -> bool:
+    """No winner, an unverified one, or one whose soaks held more than ``tolerance`` below the old one's: held rates
+    compare like with like where a KV-bound edge stated a step below one of them (tuner.certify.kv_edge)."""
+    return new.best is None or not new.verified or new.best.held < old.held * (1 - tolerance)
 
 
 @dataclass(frozen=True)

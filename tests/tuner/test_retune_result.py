@@ -131,3 +131,21 @@ def test_retune_refuses_a_study_without_settings_or_winner(tmp_path: Path) -> No
     )
     with pytest.raises(UsageError, match=r"no key 'best\.best_rate_req_s'"):
         stated_rate(read_study(tmp_path))
+
+
+def test_a_regression_compares_held_rates_where_a_kv_bound_edge_stated_a_step_below_one() -> None:
+    from dataclasses import replace
+
+    from tuner.retune_result import retune_regressed
+
+    def retuned(rate: float, held: float | None = None) -> Retuned:
+        return Retuned(Path("/s/r"), RetunedBest(1, rate, rate, True, CONFIG, CertifiedCheck(rate), held))
+
+    # the old study stated what it held (3.0); the new one held 2.95 and states 0.9 x that at a KV-bound edge
+    assert not retune_regressed(OLD, retuned(2.655, held=2.95), 0.05)
+    assert retune_regressed(OLD, retuned(2.655), 0.05)  # without the record of what held, 2.655 is a regression
+    # the old study stated 2.7, a step below the 3.0 it held: a new one holding 2.7 regressed, one holding 2.9 not
+    stepped = replace(OLD, rate=2.7, held_rate=3.0)
+    assert retune_regressed(stepped, retuned(2.7), 0.05) and not retune_regressed(stepped, retuned(2.9), 0.05)
+    assert retune_regressed(OLD, Retuned(Path("/s/r"), None), 0.05)  # no winner
+    assert stepped.to_dict()["held_rate"] == 3.0 and "held_rate" not in OLD.to_dict()
