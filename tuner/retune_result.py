@@ -15,8 +15,20 @@ from tuner.certify.verify import Verification
 NO_WINNER = "no trial of the re-tune met the SLOs"
 
 
+class _HeldRate:
+    """A stated best's held rate: where a KV-bound edge stated a step below it, what its soaks held."""
+
+    rate: float
+    held_rate: float | None
+
+    @property
+    def held(self) -> float:
+        """The rate its soaks held (tuner.certify.kv_edge): what a regression compares, like with like."""
+        return self.held_rate if self.held_rate is not None else self.rate
+
+
 @dataclass(frozen=True)
-class OldBest:
+class OldBest(_HeldRate):
     """The study's best as best.json stated it."""
 
     goodput_req_s: float
@@ -27,11 +39,6 @@ class OldBest:
     versions: Mapping[str, object] | None
     goodput_at_rate_req_s: float | None = None  # stated by a re-verification only: rate × share of good requests
     held_rate: float | None = None  # what its soaks held, where a KV-bound edge stated a step below it
-
-    @property
-    def held(self) -> float:
-        """The rate its soaks held (tuner.certify.kv_edge): what a regression compares, like with like."""
-        return self.held_rate if self.held_rate is not None else self.rate
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -78,7 +85,7 @@ class CertifiedCheck:
 
 
 @dataclass(frozen=True)
-class RetunedBest:
+class RetunedBest(_HeldRate):
     """The re-tune's best and how it was verified before it may replace the frozen files."""
 
     trial: int
@@ -88,11 +95,6 @@ class RetunedBest:
     config: ServeConfig
     check: CertifiedCheck | Verification  # a certification, else one verification soak (--soak-seconds 0)
     held_rate: float | None = None  # what its soaks held, where a KV-bound edge stated a step below it
-
-    @property
-    def held(self) -> float:
-        """The rate its soaks held (tuner.certify.kv_edge): what a regression compares, like with like."""
-        return self.held_rate if self.held_rate is not None else self.rate
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def test_files_state_predicted_against_measured_only_for_launched_trials(tmp_pat
     assert best["prediction_median_abs_error"] == pytest.approx(0.1)
     html = (tmp_path / "report.html").read_text()
     assert "Predicted vs measured" in html and "+10.0 %" in html and "engine family x was not calibrated" in html
-    assert best["prediction_median_abs_error_vs_certified"] is None and "error vs certified" not in html
+    assert best["prediction_median_abs_error_vs_certified"] is None and "error vs held" not in html
 
     # --certify each: trial 1 certified 16.0 req/s; the error against it is stated beside the search's
     from tuner.certify.certification import Certification, Soak
@@ -67,18 +67,60 @@ def test_files_state_predicted_against_measured_only_for_launched_trials(tmp_pat
     certs = {1: Certification(1, 20.0, 60.0, (held,))}
     write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, lambda *a: None, write_report, None, certs)
     best = json.loads((tmp_path / "best.json").read_text())
-    assert best["predictions"][0]["certified_req_s"] == 16.0
-    assert best["predictions"][0]["error_vs_certified"] == pytest.approx(0.375)
-    assert best["prediction_median_abs_error_vs_certified"] == pytest.approx(0.375)
+    assert best["predictions"][0]["certified_req_s"] == best["predictions"][0]["held_req_s"] == 16.0
+    assert best["predictions"][0]["error_vs_held"] == pytest.approx(0.375)
+    assert best["prediction_median_abs_error_vs_held"] == pytest.approx(0.375)
     html = (tmp_path / "report.html").read_text()
-    assert "error vs certified" in html and "+37.5 %" in html and "against the certified rates" in html
+    assert "error vs held" in html and "+37.5 %" in html and "against the rates the soaks held" in html
     from tuner.report.predict_report import certified_lines
 
     assert certified_lines(results, certs) == [
-        "--predict against the certified rates: trial 1 predicted 22.000 req/s, certified 16.000 (+37.5 %); "
+        "--predict against the held rates: trial 1 predicted 22.000 req/s, held 16.000 (+37.5 %); "
         "median |error| +37.5 % over 1"
     ]
     assert certified_lines(results, {}) == []
+
+
+def test_the_prediction_is_judged_against_the_held_rate_not_a_kv_step_below_it(tmp_path):
+    import json
+
+    from loadtest.dist import Dist
+    from loadtest.summary import ReportSummary
+    from tuner.certify.certification import Certification, Soak
+    from tuner.certify.edge import SOAK
+    from tuner.certify.kv_edge import KvEdge
+    from tuner.report.outputs import write_outputs
+    from tuner.report.predict_report import certified_lines
+    from tuner.report.report_html import write_report
+
+    attrs = {"demonstrated_error": None, "extrapolated": None, "unseen": None, "predicted_capacity_req_s": 21.0}
+    results = [
+        TrialResult(0, COMPLETE, True, BASE, slo_met=True, goodput_req_s=10.0, best_rate=10.0),
+        TrialResult(
+            1,
+            COMPLETE,
+            False,
+            ServeConfig(model="/m", max_num_seqs=64),
+            slo_met=True,
+            goodput_req_s=20.0,
+            best_rate=20.0,
+            report=ReportSummary(ttft_ms=Dist(p95=100.0)),
+            extra={PREDICTED_ATTR: attrs},
+        ),
+    ]
+    held = Soak(20.0, 60.0, True, (), 20.0, 200.0, 20.0, {"ttft_p95": 900.0}, {}, ReportSummary())
+    edge = KvEdge(20.0, 22.0, SOAK, 3, 1.0)
+    certs = {1: Certification(1, 20.0, 60.0, (held,), kv_edge=edge)}
+    write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, lambda *a: None, write_report, None, certs)
+    row = json.loads((tmp_path / "best.json").read_text())["predictions"][0]
+    assert row["held_req_s"] == 20.0 and row["certified_req_s"] == pytest.approx(18.0)
+    assert row["error_vs_held"] == pytest.approx(0.05)  # the model predicts the edge, not the step below it
+    assert row["error_vs_certified"] == pytest.approx(21.0 / 18.0 - 1)
+    assert certified_lines(results, certs) == [
+        "--predict against the held rates: trial 1 predicted 21.000 req/s, held 20.000 (+5.0 %), stated 18.000 a "
+        "step lower (KV-bound edge); median |error| +5.0 % over 1"
+    ]
+    assert "<td>20.000</td><td>+5.0 %</td><td>18.000</td>" in (tmp_path / "report.html").read_text()
 
 
 def test_a_study_without_predict_writes_an_empty_column_and_no_predictions(tmp_path):

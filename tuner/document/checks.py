@@ -93,7 +93,9 @@ class Prediction:
     extrapolated: str | None
     unseen: str | None
     certified_req_s: float | None = None  # with --certify each (absent from studies before it)
-    error_vs_certified: float | None = None
+    error_vs_certified: float | None = None  # against the stated rate
+    held_req_s: float | None = None  # the rate the soaks held (absent from studies before 2026-12-06)
+    error_vs_held: float | None = None
 
     @classmethod
     def from_fields(cls, f: Fields) -> Prediction:
@@ -108,6 +110,8 @@ class Prediction:
             f.opt_text("unseen"),
             f.opt_number("certified_req_s"),
             f.opt_number("error_vs_certified"),
+            f.opt_number("held_req_s"),
+            f.opt_number("error_vs_held"),
         )
 
 

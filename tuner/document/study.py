@@ -91,7 +91,8 @@ class StudyDocument:
     speculation_lost: str | None  # what speculating trials measured when the best does not speculate
     predictions: tuple[Prediction, ...]  # tune --predict
     prediction_median_abs_error: float | None
-    prediction_median_abs_error_vs_certified: float | None  # with --certify each
+    prediction_median_abs_error_vs_certified: float | None  # with --certify each: against the stated rates
+    prediction_median_abs_error_vs_held: float | None  # against the rates the soaks held (None before 2026-12-06)
     cost: CostBlock | None
     source: str = "best.json"  # the file it was read from: errors name it
 
@@ -142,6 +143,7 @@ class StudyDocument:
             predictions=_each(f, "predictions", Prediction.from_fields),
             prediction_median_abs_error=f.opt_number("prediction_median_abs_error"),
             prediction_median_abs_error_vs_certified=f.opt_number("prediction_median_abs_error_vs_certified"),
+            prediction_median_abs_error_vs_held=f.opt_number("prediction_median_abs_error_vs_held"),
             cost=_opt(f, "cost", CostBlock.from_fields),
             source=source,
         )

@@ -128,7 +128,7 @@ def with_predictions(
     document: dict[str, Any], results: list[TrialResult], certifications: Mapping[int, Certification] | None = None
 ) -> dict[str, Any]:
     """best.json with perfmodel's prediction against the measurement of each trial it launched (--predict), and
-    against its certified rate where a soak certified it (--certify each)."""
+    against the rate its soaks held and the stated rate where soaks certified it (--certify each)."""
     rows = predictions(results, certifications)
     if not rows:
         return document
@@ -137,6 +137,7 @@ def with_predictions(
         "predictions": rows,
         "prediction_median_abs_error": median_error(rows),
         "prediction_median_abs_error_vs_certified": median_error(rows, "error_vs_certified"),
+        "prediction_median_abs_error_vs_held": median_error(rows, "error_vs_held"),
     }
 
 

@@ -38,8 +38,9 @@ def predictions(
     results: Sequence[TrialResult], certifications: Mapping[int, Certification] | None = None
 ) -> list[dict[str, Any]]:
     """One entry per trial launched by the model: the capacity predicted before its launch, the one measured
-    (its best passing rate; None when none passed) and the relative error; where a soak certified the trial
-    (--certify each), its certified rate and the error against that too; [] when no trial was."""
+    (its best passing rate; None when none passed) and the relative error; where soaks certified the trial
+    (--certify each), the rate they held and the error against it (what the model predicts), and the stated rate
+    (a step below the held one at a KV-bound edge) with the error against that; [] when no trial was."""
     certs = certifications or {}
     rows = []
     for r in sorted(results, key=lambda r: r.number):
@@ -50,6 +51,7 @@ def predictions(
         measured = r.best_rate if r.state == TrialState.COMPLETE and r.slo_met else None
         cert = certs.get(r.number)
         certified = cert.certified_rate if cert is not None else None
+        held = cert.held_rate if cert is not None else None
         rows.append(
             {
                 "trial": r.number,
@@ -59,6 +61,8 @@ def predictions(
                 "error": _error(predicted, measured),
                 "certified_req_s": certified,
                 "error_vs_certified": _error(predicted, certified),
+                "held_req_s": held,
+                "error_vs_held": _error(predicted, held),
                 "demonstrated_error_before": pred.demonstrated_error,
                 "extrapolated": pred.extrapolated,
                 "unseen": pred.unseen,
@@ -72,24 +76,31 @@ def _error(predicted: float | None, measured: float | None) -> float | None:
 
 
 def median_error(rows: Sequence[dict[str, Any]], key: str = "error") -> float | None:
-    """Median |error| over the rows that have one (``key``: "error", or "error_vs_certified")."""
+    """Median |error| over the rows that have one (``key``: "error", "error_vs_held" or "error_vs_certified")."""
     errors = [abs(r[key]) for r in rows if r.get(key) is not None]
     return statistics.median(errors) if errors else None
 
 
 def certified_lines(results: Sequence[TrialResult], certifications: Mapping[int, Certification]) -> list[str]:
-    """The console's account of the predictions against the certified rates (--predict with --certify each);
-    [] when no launched trial was certified."""
-    rows = [r for r in predictions(results, certifications) if r["error_vs_certified"] is not None]
+    """The console's account of the predictions against the rates the soaks held (--predict with --certify each),
+    naming the stated rate where a KV-bound edge put it a step lower; [] when no launched trial was certified."""
+    rows = [r for r in predictions(results, certifications) if r["error_vs_held"] is not None]
     if not rows:
         return []
     each = [
-        f"trial {r['trial']} predicted {r['predicted_capacity_req_s']:.3f} req/s, certified "
-        f"{r['certified_req_s']:.3f} ({_pct(r['error_vs_certified'])})"
+        f"trial {r['trial']} predicted {r['predicted_capacity_req_s']:.3f} req/s, held "
+        f"{r['held_req_s']:.3f} ({_pct(r['error_vs_held'])}){_stated(r)}"
         for r in rows
     ]
-    med = median_error(rows, "error_vs_certified")
-    return [f"--predict against the certified rates: {'; '.join(each)}; median |error| {_pct(med)} over {len(rows)}"]
+    med = median_error(rows, "error_vs_held")
+    return [f"--predict against the held rates: {'; '.join(each)}; median |error| {_pct(med)} over {len(rows)}"]
+
+
+def _stated(row: Mapping[str, Any]) -> str:
+    """The clause naming the stated rate where it is not the held one (a KV-bound edge), else ""."""
+    if row["certified_req_s"] == row["held_req_s"]:
+        return ""
+    return f", stated {row['certified_req_s']:.3f} a step lower (KV-bound edge)"
 
 
 def _unmeasured(state: str) -> str:
@@ -102,12 +113,12 @@ def section(results: Sequence[TrialResult], certifications: Mapping[int, Certifi
     rows = predictions(results, certifications)
     if not rows:
         return ""
-    certified = any(r["certified_req_s"] is not None for r in rows)
+    certified = any(r["held_req_s"] is not None for r in rows)
     summary = f"median |error| {_pct(median_error(rows))} over {_count(rows, 'error')} launches"
     if certified:
         summary += (
-            f"; against the certified rates (--certify each): median |error| "
-            f"{_pct(median_error(rows, 'error_vs_certified'))} over {_count(rows, 'error_vs_certified')}"
+            f"; against the rates the soaks held (--certify each; the stated rate is a step lower at a KV-bound "
+            f"edge): median |error| {_pct(median_error(rows, 'error_vs_held'))} over {_count(rows, 'error_vs_held')}"
         )
     return (
         "<h2>Predicted vs measured (--predict)</h2>"
@@ -122,12 +133,16 @@ def _count(rows: Sequence[dict[str, Any]], key: str) -> int:
 
 def _table(rows: Sequence[dict[str, Any]], certified: bool) -> str:
     cols = ["trial", "predicted req/s", "measured req/s", "error"]
-    cols += ["certified req/s", "error vs certified"] if certified else []
+    cols += ["held req/s", "error vs held", "stated req/s"] if certified else []
     head = "".join(f"<th>{c}</th>" for c in [*cols, "note"])
     body = "".join(
         f"<tr><td>{r['trial']}</td><td>{_num(r['predicted_capacity_req_s'])}</td>"
         f"<td>{_num(r['measured_capacity_req_s'])}</td><td>{_pct(r['error'])}</td>"
-        + (f"<td>{_num(r['certified_req_s'])}</td><td>{_pct(r['error_vs_certified'])}</td>" if certified else "")
+        + (
+            f"<td>{_num(r['held_req_s'])}</td><td>{_pct(r['error_vs_held'])}</td><td>{_num(r['certified_req_s'])}</td>"
+            if certified
+            else ""
+        )
         + f"<td>{escape(r['unseen'] or r['extrapolated'] or _unmeasured(r['state']))}</td></tr>"
         for r in rows
     )
@@ -136,11 +151,11 @@ def _table(rows: Sequence[dict[str, Any]], certified: bool) -> str:
 
 def _chart(rows: Sequence[dict[str, Any]]) -> str:
     searched = [r for r in rows if r["error"] is not None]
-    certified = [r for r in rows if r["error_vs_certified"] is not None]
+    certified = [r for r in rows if r["error_vs_held"] is not None]
     pts = [(r["predicted_capacity_req_s"], r["measured_capacity_req_s"]) for r in searched]
-    cpts = [(r["predicted_capacity_req_s"], r["certified_req_s"]) for r in certified]
+    cpts = [(r["predicted_capacity_req_s"], r["held_req_s"]) for r in certified]
     series = [("launched trials (search)", pts, "dot")]
-    series += [("certified", cpts, "dot")] if cpts else []
+    series += [("held by the soaks", cpts, "dot")] if cpts else []
     return xy_chart(
         [*series, ("predicted = measured", _diagonal([*pts, *cpts]), "line")],
         title="Predicted vs measured capacity",
