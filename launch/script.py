@@ -10,6 +10,8 @@ launch.sh, at run time:
 2. It recomputes the model fingerprint (``launch.fingerprint.hash_model_dir``, embedded, standard
    library only; ~1 s per GB) and refuses on a mismatch (exit 4) unless ``FORCE=1``;
    ``VERIFY_MODEL=0`` skips this (it prints that it did).
+2b. Where the study recorded its machine (``launch.machine.MeasuredOn``), it warns in one line when this one differs
+   (another device, or another CPU count on a CPU): the stated capacity was not measured here.
 3. It exports the tuned environment, starts a small watcher in the background and ``exec``s vLLM
    in the foreground, so signals (Ctrl-C, ``docker stop``, systemd) reach vLLM directly. The watcher
    waits for ``/health`` (``READY_TIMEOUT``, default 900 s; on timeout it stops the server so the
@@ -26,8 +28,9 @@ from pathlib import Path
 
 from launch.command import build_command, env_to_unset
 from launch.config import ServeConfig
+from launch.machine import MeasuredOn
 from launch.parallel import device_block
-from launch.script_parts import WATCHER_PY, guards
+from launch.script_parts import WATCHER_PY, guards, machine_guard
 from launch.vllm_flags import VllmInfo
 from launch.vllm_info import API_SERVER
 
@@ -58,10 +61,18 @@ def _shell_argv(argv: list[str]) -> str:
 
 
 def render_launch_script(
-    config: ServeConfig, info: VllmInfo, *, fingerprint: str, model_dir: str, note: str = "", nice: int = 0
+    config: ServeConfig,
+    info: VllmInfo,
+    *,
+    fingerprint: str,
+    model_dir: str,
+    note: str = "",
+    nice: int = 0,
+    measured: MeasuredOn | None = None,
 ) -> str:
     """The text of launch.sh for ``config`` served from ``model_dir`` by ``info``'s vLLM. ``nice``: the
-    niceness the server was measured at beside its load generator (the cpu profile's), applied by default."""
+    niceness the server was measured at beside its load generator (the cpu profile's), applied by default;
+    ``measured``: the machine the capacity was measured on (stated, and compared at start)."""
     config = replace(config, model=model_dir)
     argv, env = build_command(config, info, host=_HOST_SENTINEL, port=_PORT_SENTINEL)
     q = shlex.quote
@@ -69,10 +80,14 @@ def render_launch_script(
     exports += "".join(f"export {k}={q(v)}\n" for k, v in sorted(env.items()))
     cmd = '"$VLLM_PYTHON" ' + _shell_argv(argv[1:])
     name = config.served_model_name or model_dir
+    if measured is not None:
+        note += f"\nmeasured on: {measured.text()}"
     return (
         _header(info, model_dir, fingerprint, note, nice)
         + _variables(info, model_dir, fingerprint, name, nice)
+        + _machine(measured)
         + guards()
+        + (machine_guard() if measured is not None else "")
         + _start(device_block(config) + exports, cmd)
     )
 
@@ -115,6 +130,15 @@ NICE="${{NICE:-{nice}}}"
 """
 
 
+def _machine(measured: MeasuredOn | None) -> str:
+    """The machine the capacity was measured on ("" where it was not recorded: nothing is compared)."""
+    if measured is None:
+        return ""
+    q = shlex.quote
+    cpus = str(measured.cpus or "")
+    return f"MEASURED_DEVICE={q(measured.device)}\nMEASURED_CPUS={q(cpus)}\nMEASURED_ON={q(measured.text())}\n\n"
+
+
 def _start(setup: str, cmd: str) -> str:
     """The tuned devices and environment, the niceness, the readiness watcher, then vLLM in the foreground."""
     return f"""{setup}
@@ -146,11 +170,14 @@ def write_launch_script(
     model_dir: str,
     note: str = "",
     nice: int = 0,
+    measured: MeasuredOn | None = None,
 ) -> Path:
     """Write launch.sh (mode 0755) and return its path."""
     path = Path(path)
     path.write_text(
-        render_launch_script(config, info, fingerprint=fingerprint, model_dir=model_dir, note=note, nice=nice)
+        render_launch_script(
+            config, info, fingerprint=fingerprint, model_dir=model_dir, note=note, nice=nice, measured=measured
+        )
     )
     path.chmod(0o755)
     return path

@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 
 from launch.fingerprint import hash_model_dir
+from launch.machine import MACHINE_CHECK_PY
 
 VERSION_PY = """import importlib.metadata as m
 d = (m.packages_distributions().get("vllm") or ["vllm"])[0]
@@ -132,6 +133,21 @@ SLOTUNE_PY
 if [ "$port_check" = 5 ]; then
   echo "launch.sh: another process already listens on $HOST:$PORT; stop it, or set PORT to a free port" >&2
   exit 5
+fi
+
+"""
+
+
+def machine_guard() -> str:
+    """The bash that warns, in one line, where this machine differs from the one the capacity was measured on
+    (launch.machine): the server still starts, as measured, but the stated rate was not measured here."""
+    return f"""differs="$("$VLLM_PYTHON" - "$MEASURED_DEVICE" "$MEASURED_CPUS" <<'SLOTUNE_PY' || true
+{MACHINE_CHECK_PY}
+SLOTUNE_PY
+)"
+if [ -n "$differs" ]; then
+  echo "launch.sh: WARNING: the capacity above was measured on $MEASURED_ON; $differs: that rate was not" \\
+       "measured here; re-verify it on this machine: tune retune --study $(dirname "$0")" >&2
 fi
 
 """

@@ -20,6 +20,7 @@ import httpx
 import pandas as pd
 import pytest
 
+from launch.machine import MeasuredOn
 from launch.server import free_port
 from tests.procs import procs_mentioning
 
@@ -70,6 +71,10 @@ def test_tune_writes_the_files_with_one_figure_and_the_exact_kv_budget(study) ->
     text = f"{rate:.3f} req/s"
     assert head["line"] in proc.stdout and "not certified" in head["line"]
     assert text in unescape((out / "report.html").read_text()) and text in (out / "launch.sh").read_text()
+    # and the machine it was measured on, as the versions probe recorded it: this one
+    measured = MeasuredOn.from_versions(best["versions"])
+    assert measured is not None and measured.cpus == os.cpu_count() and measured.device.startswith("cpu: ")
+    assert f"# measured on: {measured.text()}" in (out / "launch.sh").read_text()
     assert "[trial 0]" in proc.stderr
     assert not vllm_processes(model), "tune left a vLLM process running"
     assert not list(Path.cwd().glob("pwned")) and not list(model.parent.glob("pwned"))
@@ -88,6 +93,7 @@ def test_launch_sh_serves_and_stops_with_nothing_left(study, tmp_path) -> None:
         while "ready: http" not in log.read_text():
             assert p.poll() is None and time.monotonic() < end, log.read_text()[-3000:]
             time.sleep(1)
+        assert "not measured here" not in log.read_text()  # the machine it was measured on: no warning
         r = httpx.post(f"http://127.0.0.1:{port}/v1/completions",
                        json={"model": name, "prompt": "w1 w2 w3", "max_tokens": 4}, timeout=60)  # fmt: skip
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 4

