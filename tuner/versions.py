@@ -57,5 +57,10 @@ def collect_versions(python: str, timeout_s: float = 180.0) -> dict[str, object]
 
 
 def changed_versions(old: Mapping[str, object], new: Mapping[str, object]) -> dict[str, tuple[object, object]]:
-    """The compared keys whose value differs: name -> (old, new)."""
-    return {k: (old.get(k), new.get(k)) for k in COMPARED if old.get(k) != new.get(k)}
+    """The compared keys whose value differs: name -> (old, new); on a CPU its CPU count too, where the old study
+    recorded it (since 2026-12-06): another count is another machine (launch.machine), not the one measured."""
+    changed = {k: (old.get(k), new.get(k)) for k in COMPARED if old.get(k) != new.get(k)}
+    cpu = str(old.get("gpu_name") or "").startswith("cpu: ")
+    if cpu and old.get("cpu_count") is not None and old.get("cpu_count") != new.get("cpu_count"):
+        changed["cpu_count"] = (old.get("cpu_count"), new.get("cpu_count"))
+    return changed
