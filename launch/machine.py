@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 def device_name() -> str | None:
@@ -58,6 +58,10 @@ class MeasuredOn:
     device: str
     cpus: int | None = None
     emulated: str | None = None
+    pace_ms: float | None = None  # the frozen configuration's pace there (launch.pace), ms per output token
+
+    def with_pace(self, pace_ms: float | None) -> MeasuredOn:
+        return replace(self, pace_ms=pace_ms)
 
     def text(self) -> str:
         """'cpu: Intel(R) Xeon(R) Processor, 2 CPUs'; 'NVIDIA H200 (the a30's memory emulated: ...)'."""
@@ -65,6 +69,8 @@ class MeasuredOn:
         if self.emulated:
             gpu = self.emulated
             out += f" (the {gpu}'s memory emulated: the rate is this device's speed, not the {gpu}'s)"
+        if self.pace_ms is not None:
+            out += f"; a fixed request alone at {self.pace_ms:.1f} ms a token (timed again at start)"
         return out
 
     @classmethod

@@ -136,7 +136,8 @@ def _machine(measured: MeasuredOn | None) -> str:
         return ""
     q = shlex.quote
     cpus = str(measured.cpus or "")
-    return f"MEASURED_DEVICE={q(measured.device)}\nMEASURED_CPUS={q(cpus)}\nMEASURED_ON={q(measured.text())}\n\n"
+    pace = f"MEASURED_PACE={measured.pace_ms:.3f}\n" if measured.pace_ms is not None else ""
+    return f"MEASURED_DEVICE={q(measured.device)}\nMEASURED_CPUS={q(cpus)}\nMEASURED_ON={q(measured.text())}\n{pace}\n"
 
 
 def _start(setup: str, cmd: str) -> str:
@@ -153,7 +154,8 @@ if [ "$NICE" -gt 0 ]; then  # this shell, the watcher and vLLM (exec'd below)
     echo "launch.sh: niceness $NICE for this process (its session's CPU group only under setsid)" >&2
   fi
 fi
-"$VLLM_PYTHON" - "$HOST" "$PORT" "$SERVED_NAME" "$WARMUP_REQUESTS" "$READY_TIMEOUT" "$$" <<'SLOTUNE_PY' &
+"$VLLM_PYTHON" - "$HOST" "$PORT" "$SERVED_NAME" "$WARMUP_REQUESTS" "$READY_TIMEOUT" "$$" \\
+  "${{MEASURED_PACE:-}}" "$(dirname "$0")" <<'SLOTUNE_PY' &
 {WATCHER_PY}
 SLOTUNE_PY
 

@@ -8,14 +8,24 @@ import inspect
 
 from launch.fingerprint import hash_model_dir
 from launch.machine import MACHINE_CHECK_PY
+from launch.pace import PACE_SOURCE
 
 VERSION_PY = """import importlib.metadata as m
 d = (m.packages_distributions().get("vllm") or ["vllm"])[0]
 print(m.version(d))"""
 
-WATCHER_PY = """import json, os, signal, sys, time, urllib.request
+# argv: host, port, served name, warm-up requests, ready timeout, launch.sh's pid, the pace measured ("": none),
+# launch.sh's folder
+WATCHER_PY = (
+    """from __future__ import annotations
+import json, os, signal, sys, time, urllib.request
+"""
+    + PACE_SOURCE
+    + """
 host, port, name = sys.argv[1], sys.argv[2], sys.argv[3]
 n, timeout, pid = int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
+pace_arg = sys.argv[7] if len(sys.argv) > 7 else ""
+measured_pace, folder = (float(pace_arg) if pace_arg else None), (sys.argv[8] if len(sys.argv) > 8 else ".")
 shown = host
 if host in ("", "0.0.0.0", "::"):
     host = "127.0.0.1"
@@ -61,7 +71,13 @@ for i in range(n):
     except Exception as e:
         print("launch.sh: warmup request %d failed: %r" % (i + 1, e), file=sys.stderr)
 ours_alive()
+if measured_pace:  # this machine's pace for this configuration, against the study's (launch.pace)
+    differs = slower(measured_pace, pace_ms_per_token(base, name))
+    if differs:
+        print("launch.sh: WARNING: %s: the capacity above was not measured at this pace; re-verify it on this "
+              "machine: tune retune --study %s" % (differs, folder), file=sys.stderr, flush=True)
 print("ready: http://%s:%s serves %r (%.0f s)" % (shown, port, name, time.time() - t0), flush=True)"""
+)
 
 # exit 5 when another process listens on HOST:PORT (binding with SO_REUSEADDR, as vLLM's server does)
 PORT_FREE_PY = """import errno, socket, sys

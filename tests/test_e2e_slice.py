@@ -8,6 +8,7 @@ unchanged model) is `tests/test_e2e_tune.py`, marker ``long`` (docs/testing.md).
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -74,7 +75,10 @@ def test_tune_writes_the_files_with_one_figure_and_the_exact_kv_budget(study) ->
     # and the machine it was measured on, as the versions probe recorded it: this one
     measured = MeasuredOn.from_versions(best["versions"])
     assert measured is not None and measured.cpus == os.cpu_count() and measured.device.startswith("cpu: ")
-    assert f"# measured on: {measured.text()}" in (out / "launch.sh").read_text()
+    launch_sh = (out / "launch.sh").read_text()
+    assert f"# measured on: {measured.text()}; a fixed request alone at " in launch_sh  # and its pace (launch.pace)
+    pace = re.search(r"^MEASURED_PACE=([\d.]+)$", launch_sh, re.M)
+    assert pace is not None and float(pace.group(1)) > 0
     assert "[trial 0]" in proc.stderr
     assert not vllm_processes(model), "tune left a vLLM process running"
     assert not list(Path.cwd().glob("pwned")) and not list(model.parent.glob("pwned"))

@@ -78,13 +78,15 @@ class StudyOutputs:
             model_dir=best.config.model,
             note=note,
             nice=self.nice,
-            measured=self.measured_on(),
+            measured=self.measured_on(best),
         )
 
-    def measured_on(self) -> MeasuredOn | None:
-        """The machine the study measured on (its recorded versions), and the GPU whose memory it emulated."""
+    def measured_on(self, best: TrialResult) -> MeasuredOn | None:
+        """The machine the study measured on (its recorded versions), the GPU whose memory it emulated, and the
+        pace of ``best``'s server there (launch.pace)."""
         emulated = self.inp.gpu.name if self.inp.actual_gpu is not None else None
-        return MeasuredOn.from_versions(self.meta.get("versions") or {}, emulated)
+        measured = MeasuredOn.from_versions(self.meta.get("versions") or {}, emulated)
+        return measured.with_pace(best.pace_ms) if measured is not None else None
 
 
 def launch_note(best: TrialResult, head: Headline, slo: str, workload: str) -> str:

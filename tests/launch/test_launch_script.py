@@ -287,3 +287,16 @@ def test_the_machine_is_read_from_the_recorded_versions() -> None:
     assert mismatch("cpu: Xeon", "", "cpu: Xeon", 8) == ""  # an unrecorded count is not compared
     assert mismatch("NVIDIA H200", "16", "NVIDIA H200", 64) == ""  # nor a GPU host's
     assert mismatch("NVIDIA H200", "16", None, 64) == "this machine is unknown"
+    assert MeasuredOn("cpu: Xeon", 2, None, 25.04).text() == (
+        "cpu: Xeon, 2 CPUs; a fixed request alone at 25.0 ms a token (timed again at start)"
+    )
+
+
+def test_a_pace_is_slower_only_beyond_the_tolerance() -> None:
+    from launch.pace import PACE_TOLERANCE, slower
+
+    assert slower(20.0, None) == ""  # this machine's pace unknown: no claim either way
+    assert slower(20.0, 20.0 * PACE_TOLERANCE) == "" and slower(20.0, 5.0) == ""
+    assert slower(20.0, 45.0) == (
+        "a fixed request took 45.0 ms a token here against 20.0 ms where it was measured (2.2x slower)"
+    )

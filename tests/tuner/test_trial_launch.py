@@ -16,7 +16,10 @@ SITTING = ROOT / "results" / "cpu-predict-rank-smollm2-2026-12-05-b"
 
 
 def _body(text: str, python: str) -> list[str]:
-    """launch.sh without its comments, and without the lines naming the interpreter (another clone's)."""
+    """launch.sh without its comments, the lines naming the interpreter (another clone's), and its watcher (which
+    since 2026-12-06 times the pace too, launch.pace: it starts nothing)."""
+    start = text.index('"$VLLM_PYTHON" - "$HOST" "$PORT" "$SERVED_NAME"')
+    text = text[:start] + text[text.index("\nSLOTUNE_PY\n", start) :]
     return [line for line in text.splitlines() if not line.startswith("#") and python not in line]
 
 

@@ -73,6 +73,7 @@ class TrialResult:
     budget: KVBudget | None = None  # what tuner.budget predicted for the configuration
     readback: ReadBack | None = None  # what the server said it had (None: it never started)
     startup_s: float | None = None
+    pace_ms: float | None = None  # its server's pace, one fixed request alone (launch.pace); None: not timed
     duration_s: float | None = None
     log_tail: str = ""
     constraint: float = 0.0  # <= 0: every SLO held at some load; > 0: relative excess at the closest level

@@ -61,6 +61,7 @@ def run_trial(
         state=TrialState.COMPLETE,
         readback=served.readback,
         startup_s=served.startup_s,
+        pace_ms=served.pace_ms,
         levels=tuple(run.levels),
         saturation_req_s=served.cap.saturation_req_s,
         duration_s=time.monotonic() - t0,
@@ -74,6 +75,7 @@ class _Served:
 
     readback: ReadBack
     startup_s: float
+    pace_ms: float | None
     cap: CapacityResult
     alive: bool
     log_tail: str
@@ -141,7 +143,7 @@ class _Run:
             self.timeline["measured"] = [began, ctx.wall_clock()]
         last = slot.server
         alive = last.alive()
-        return _Served(first.readback, first.startup_s, cap, alive, "" if alive else last.log_tail())
+        return _Served(first.readback, first.startup_s, first.pace_ms, cap, alive, "" if alive else last.log_tail())
 
     def _on_level(self, level: Level) -> None:
         self.levels.append(level)

@@ -1,0 +1,63 @@
+"""A machine's pace for one configuration: one fixed request, timed alone on a warmed-up server.
+
+A certified rate belongs to the machine that measured it, and a machine's name does not tell its speed (two 2-core
+hosts named alike served one draw 26-fold apart: docs/certification.md). So every server a study starts times
+``PACE_REPEATS`` completions of ``PACE_TOKENS`` tokens each, one after another (no batching: the step time of this
+configuration on this machine), and launch.sh times the same after its warm-up and warns where it is more than
+``PACE_TOLERANCE`` times slower. ``pace_ms_per_token`` and ``slower`` run inside launch.sh: standard library only.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+PACE_TOKENS = 32
+PACE_REPEATS = 3
+PACE_TOLERANCE = 1.5  # a machine this much slower per token is not the one measured
+
+
+def pace_ms_per_token(
+    base: str, model: str, tokens: int = PACE_TOKENS, repeats: int = PACE_REPEATS, timeout: float = 120.0
+) -> float | None:
+    """The median over ``repeats`` sequential completions of exactly ``tokens`` tokens (ignore_eos) of the wall
+    time per output token, in ms; None when a request fails or answers another count (the pace is then unknown)."""
+    import json
+    import time
+    import urllib.request
+
+    body = {"model": model, "prompt": "Count from one to one hundred, one number a line.", "max_tokens": tokens}
+    body.update(min_tokens=tokens, ignore_eos=True, temperature=0)
+    data = json.dumps(body).encode()
+    times = []
+    for _ in range(repeats):
+        req = urllib.request.Request(base + "/v1/completions", data=data, headers={"Content-Type": "application/json"})
+        t0 = time.perf_counter()
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                answered = json.loads(r.read())["usage"]["completion_tokens"]
+        except Exception:
+            return None
+        if answered != tokens:
+            return None
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return 1000.0 * times[len(times) // 2] / tokens
+
+
+def slower(measured_ms: float, here_ms: float | None, tolerance: float = PACE_TOLERANCE) -> str:
+    """Words for a pace more than ``tolerance`` times the measured one; "" otherwise, or when this one is unknown."""
+    if here_ms is None or here_ms <= tolerance * measured_ms:
+        return ""
+    return (
+        f"a fixed request took {here_ms:.1f} ms a token here against {measured_ms:.1f} ms where it was measured "
+        f"({here_ms / measured_ms:.1f}x slower)"
+    )
+
+
+# the watcher's constants and functions (launch.script_parts.WATCHER_PY), defined before it runs them
+PACE_SOURCE = (
+    f"PACE_TOKENS, PACE_REPEATS, PACE_TOLERANCE = {PACE_TOKENS}, {PACE_REPEATS}, {PACE_TOLERANCE}\n"
+    + inspect.getsource(pace_ms_per_token)
+    + "\n"
+    + inspect.getsource(slower)
+)
