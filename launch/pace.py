@@ -4,7 +4,9 @@ A certified rate belongs to the machine that measured it, and a machine's name d
 hosts named alike served one draw 26-fold apart: docs/certification.md). So every server a study starts times
 ``PACE_REPEATS`` completions of ``PACE_TOKENS`` tokens each, one after another (no batching: the step time of this
 configuration on this machine), and launch.sh times the same after its warm-up and warns where it is more than
-``PACE_TOLERANCE`` times slower. ``pace_ms_per_token`` and ``slower`` run inside launch.sh: standard library only.
+``PACE_TOLERANCE`` times slower. The fastest of the repeats counts: other work on a shared host only ever slows a
+request (a 2-core VM's medians swung 1.75x within minutes: results/cpu-pace-spread-2026-12-06).
+``pace_ms_per_token`` and ``slower`` run inside launch.sh: standard library only.
 """
 
 from __future__ import annotations
@@ -12,15 +14,16 @@ from __future__ import annotations
 import inspect
 
 PACE_TOKENS = 32
-PACE_REPEATS = 3
-PACE_TOLERANCE = 1.5  # a machine this much slower per token is not the one measured
+PACE_REPEATS = 5
+# above one 2-core VM's own swings between starts (up to 1.93x: results/cpu-pace-spread-2026-12-06)
+PACE_TOLERANCE = 2.0
 
 
 def pace_ms_per_token(
     base: str, model: str, tokens: int = PACE_TOKENS, repeats: int = PACE_REPEATS, timeout: float = 120.0
 ) -> float | None:
-    """The median over ``repeats`` sequential completions of exactly ``tokens`` tokens (ignore_eos) of the wall
-    time per output token, in ms; None when a request fails or answers another count (the pace is then unknown)."""
+    """The fastest of ``repeats`` sequential completions of exactly ``tokens`` tokens (ignore_eos): its wall time per
+    output token, in ms; None when a request fails or answers another count (the pace is then unknown)."""
     import json
     import time
     import urllib.request
@@ -40,8 +43,7 @@ def pace_ms_per_token(
         if answered != tokens:
             return None
         times.append(time.perf_counter() - t0)
-    times.sort()
-    return 1000.0 * times[len(times) // 2] / tokens
+    return 1000.0 * min(times) / tokens
 
 
 def slower(measured_ms: float, here_ms: float | None, tolerance: float = PACE_TOLERANCE) -> str:
