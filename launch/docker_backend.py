@@ -24,7 +24,6 @@ from typing import Any
 
 from launch.config import ServeConfig
 from launch.errors import LaunchInputError
-from launch.pace import pace_ms_per_token
 from launch.process import LOG_TAIL_BYTES, free_port, spawn_watched
 from launch.readback import ReadBack
 from launch.script import container_command, docker_image
@@ -110,7 +109,6 @@ class DockerServer(ServerBase):
         self.grace_s = grace_s
         self.startup_s = 0.0
         self.readback = ReadBack()
-        self.pace_ms: float | None = None  # launch.pace: one fixed request alone, after the warm-up
         self._container = container
         self._watchdog: Any = None  # (Popen, log file) once spawned
         self._stopped = False
@@ -231,7 +229,6 @@ def start_docker_server(
         warm_up(server, warmup_requests)
         server.startup_s = time.monotonic() - t0
         server.readback = read_back(server)
-        server.pace_ms = pace_ms_per_token(server.url, config.name)
     except BaseException:
         server.stop(grace_s=5.0)
         raise

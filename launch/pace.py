@@ -1,7 +1,7 @@
 """A machine's pace for one configuration: one fixed request, timed alone on a warmed-up server.
 
 A certified rate belongs to the machine that measured it, and a machine's name does not tell its speed (two 2-core
-hosts named alike served one draw 26-fold apart: docs/certification.md). So every server a study starts times
+hosts named alike served one draw 26-fold apart: docs/certification.md). So every trial's server times
 ``PACE_REPEATS`` completions of ``PACE_TOKENS`` tokens each, one after another (no batching: the step time of this
 configuration on this machine), and launch.sh times the same after its warm-up and warns where it is more than
 ``PACE_TOLERANCE`` times slower. The fastest of the repeats counts: other work on a shared host only ever slows a

@@ -23,7 +23,6 @@ from typing import IO
 from launch.command import build_command, env_to_unset
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
-from launch.pace import pace_ms_per_token
 from launch.process import LOG_TAIL_BYTES, free_port, group_members, read_log_tail, spawn_watched
 from launch.readback import ReadBack
 from launch.server_phases import ServerBase, read_back, wait_healthy, warm_up
@@ -55,7 +54,6 @@ class LaunchedServer(ServerBase):
         self.log_path = log_path
         self.startup_s: float = 0.0
         self.readback = ReadBack()
-        self.pace_ms: float | None = None  # launch.pace: one fixed request alone, after the warm-up
         self.grace_s = grace_s
         self._proc = proc
         self._log_file = log_file
@@ -175,7 +173,6 @@ def _start_once(
         warm_up(server, warmup_requests)
         server.startup_s = time.monotonic() - t0
         server.readback = read_back(server)
-        server.pace_ms = pace_ms_per_token(server.url, config.name)
     except BaseException:
         server.stop(grace_s=5.0)  # no-op if _fail already stopped it; covers Ctrl-C here too
         raise

@@ -30,7 +30,6 @@ class Server(Protocol):
     url: str
     startup_s: float  # launch to warmed up
     readback: ReadBack  # what vLLM reports of its KV cache
-    pace_ms: float | None  # one fixed request alone after the warm-up, ms per token (launch.pace); None: unknown
 
     def alive(self) -> bool: ...
     def log_tail(self) -> str: ...

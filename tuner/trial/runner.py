@@ -18,6 +18,7 @@ from typing import Any
 
 from launch.config import ServeConfig
 from launch.errors import LaunchFailure
+from launch.pace import pace_ms_per_token
 from launch.readback import ReadBack
 from tuner.budget.kv_budget import estimate_budget
 from tuner.trial.capacity import CapacityResult, slo_excess
@@ -137,13 +138,14 @@ class _Run:
         hopeless = hopeless_check(self.launched, ctx, self.is_baseline, running, plan.probe_concurrency)
         measure = ctx.measure or measure_capacity
         fresh = (lambda: self._fresh(slot)) if plan.fresh_server_after_lost else None
+        pace = pace_ms_per_token(first.url, self.launched.name)  # for launch.sh, should this trial win (launch.pace)
         with ctx.rules.measuring(self.device, self.say, self.timeline):
             began = ctx.wall_clock()
             cap = measure(first.url, self.config, ctx, self.number, self._on_level, hopeless, plan, fresh=fresh)
             self.timeline["measured"] = [began, ctx.wall_clock()]
         last = slot.server
         alive = last.alive()
-        return _Served(first.readback, first.startup_s, first.pace_ms, cap, alive, "" if alive else last.log_tail())
+        return _Served(first.readback, first.startup_s, pace, cap, alive, "" if alive else last.log_tail())
 
     def _on_level(self, level: Level) -> None:
         self.levels.append(level)

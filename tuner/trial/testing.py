@@ -36,7 +36,6 @@ class FakeServer:
     url: str = "http://127.0.0.1:1"
     startup_s: float = 1.0
     readback: ReadBack = field(default_factory=ReadBack)
-    pace_ms: float | None = None
     dies: bool = False
     tail: str = ""
     stopped: bool = False
