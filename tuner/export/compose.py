@@ -35,7 +35,7 @@ def service(dep: Deployment) -> dict[str, Any]:
     probe = f"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{dep.port}{HEALTH_PATH}', timeout=5)"
     spec: dict[str, Any] = {
         "image": dep.image,
-        "entrypoint": ["python3"],
+        "entrypoint": [_literal(a) for a in dep.entrypoint()],
         "command": [_literal(a) for a in args],
         "ipc": "host",
         "ports": [f"${{HOST:-127.0.0.1}}:${{PORT:-8000}}:{dep.port}"],
@@ -61,4 +61,4 @@ def service(dep: Deployment) -> dict[str, Any]:
 
 def render(dep: Deployment) -> str:
     usage = "docker compose -f FILE up -d   (HOST=0.0.0.0 PORT=8000 to publish on all interfaces)"
-    return render_yaml([*dep.header, "", usage], [{"services": {dep.name: service(dep)}}])
+    return render_yaml([*dep.header, *dep.machine_lines(), "", usage], [{"services": {dep.name: service(dep)}}])

@@ -16,6 +16,7 @@ from launch.command import build_command
 from launch.script import docker_image
 from launch.vllm_flags import VllmInfo
 from tuner.errors import UsageError
+from tuner.export import machine_check
 from tuner.export.cost import cost_lines, gpu_price
 from tuner.export.layout import gpu_count
 from tuner.export.study import DEVICE_ENV, StudyWinner
@@ -53,6 +54,16 @@ class Deployment:
         inside = replace(config, model=model_dir, served_model_name=config.name)
         argv, env = build_command(inside, self.info, host="0.0.0.0", port=self.port)
         return argv[1:], {k: v for k, v in env.items() if k not in DEVICE_ENV}
+
+    def entrypoint(self, pace: bool = True) -> list[str]:
+        """What runs ``command``'s args: ``python3``, or where the study recorded its machine, the wrapper that
+        checks this one first (tuner.export.machine_check; ``pace``: also time the pace beside the server)."""
+        study, name = str(self.winner.study_dir), self.winner.config.name
+        return machine_check.entrypoint(self.winner.measured, study, port=self.port, name=name, pace=pace)
+
+    def machine_lines(self, init_container: bool = False) -> list[str]:
+        """The header's 'measured on: ...' and what is checked at start ([]: the machine was not recorded)."""
+        return machine_check.header_lines(self.winner.measured, init_container=init_container)
 
 
 def deployment_name(winner: StudyWinner, name: str | None) -> str:

@@ -15,7 +15,8 @@ from typing import Any
 
 from tuner.errors import UsageError
 from tuner.export.deployment import HEALTH_PATH, Deployment
-from tuner.export.kubernetes import pvc_source, readiness_probe
+from tuner.export.kubernetes import GPU_RESOURCE, pvc_source, readiness_probe
+from tuner.export.machine_check import INIT_CONTAINER
 from tuner.export.yaml_text import render_yaml
 
 CHART_MODEL_DIR = "/data"
@@ -51,6 +52,15 @@ def extra_args(args: list[str], dep: Deployment) -> list[str]:
     return [a for a in rest if a not in ("--enable-prefix-caching", negative)]
 
 
+def machine_check_container(dep: Deployment) -> dict[str, Any]:
+    """The machine check as an init container on the server's GPUs: the chart's engine command is its own, so it
+    cannot be wrapped; Kubernetes hands an init container's devices on to the pod's containers. It warns, exits 0."""
+    container: dict[str, Any] = {"name": INIT_CONTAINER, "image": dep.image, "command": dep.entrypoint(pace=False)}
+    if dep.gpus:
+        container["resources"] = {"limits": {GPU_RESOURCE: dep.gpus}}
+    return container
+
+
 def values(dep: Deployment) -> dict[str, Any]:
     claim, subpath = pvc_source(dep, "helm")
     model_url = f"{CHART_MODEL_DIR}/{subpath}" if subpath else CHART_MODEL_DIR
@@ -78,6 +88,8 @@ def values(dep: Deployment) -> dict[str, Any]:
     }
     if env:
         spec["env"] = [{"name": k, "value": v} for k, v in sorted(env.items())]
+    if dep.winner.measured is not None:
+        spec["initContainer"] = machine_check_container(dep)
     probe = {"initialDelaySeconds": 15, **readiness_probe(dep.port)}
     return {"servingEngineSpec": {"containerPort": dep.port, "readinessProbe": probe, "modelSpec": [spec]}}
 
@@ -90,4 +102,4 @@ def render(dep: Deployment) -> str:
         f"PROMETHEUS_MULTIPROC_DIR, POD_IP) and probes {HEALTH_PATH}; requestCPU {REQUEST_CPU} and requestMemory "
         f"{REQUEST_MEMORY} are placeholders the chart requires (slotune measured neither)",
     ]
-    return render_yaml([*dep.header, *notes], [values(dep)])
+    return render_yaml([*dep.header, *dep.machine_lines(init_container=True), *notes], [values(dep)])

@@ -35,4 +35,4 @@ def inference_service(dep: Deployment) -> dict[str, Any]:
 
 def render(dep: Deployment) -> str:
     usage = "kubectl apply -f FILE   (KServe installed; STORAGE_URI says where the model is fetched from)"
-    return render_yaml([*dep.header, "", usage], [inference_service(dep)])
+    return render_yaml([*dep.header, *dep.machine_lines(), "", usage], [inference_service(dep)])

@@ -45,12 +45,13 @@ def shm_volume() -> dict[str, Any]:
 
 
 def vllm_container(dep: Deployment, name: str, model_dir: str) -> dict[str, Any]:
-    """The container both Kubernetes formats run (python3 -m vllm.entrypoints.openai.api_server ...)."""
+    """The container both Kubernetes formats run (python3 -m vllm.entrypoints.openai.api_server ..., through the
+    machine check's wrapper where the study recorded its machine: tuner.export.machine_check)."""
     args, env = dep.command(model_dir)
     container: dict[str, Any] = {
         "name": name,
         "image": dep.image,
-        "command": ["python3"],
+        "command": dep.entrypoint(),
         "args": args,
         "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
         "ports": [{"containerPort": dep.port, "protocol": "TCP"}],
@@ -101,4 +102,4 @@ def _service(dep: Deployment) -> dict[str, Any]:
 def render(dep: Deployment) -> str:
     claim, _ = pvc_source(dep, "kubernetes")
     usage = f"kubectl apply -f FILE   (the model must be in PersistentVolumeClaim {claim!r})"
-    return render_yaml([*dep.header, "", usage], [_deployment(dep), _service(dep)])
+    return render_yaml([*dep.header, *dep.machine_lines(), "", usage], [_deployment(dep), _service(dep)])

@@ -14,6 +14,15 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+def _text(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    """A multi-line string (the machine check's script) as a literal block, readable as the code it is."""
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _text)
+
+
 def render_yaml(header: Sequence[str], documents: Sequence[dict[str, Any]]) -> str:
     lines: list[str] = []
     for line in header:  # long sentences continue on indented comment lines
