@@ -2,13 +2,14 @@
 rate belongs to the machine that measured it.
 
 Where the study recorded its device (``launch.machine.MeasuredOn``), the container's command becomes a short Python
-wrapper (``python3 -c WRAPPER MEASURED... -- then the server's argv``): a forked child compares this machine with
-the one measured (``launch.machine.MACHINE_CHECK_PY``'s functions; torch is imported only there, so the server finds
-its GPU untouched) and prints one WARNING line to the container's log; then the wrapper execs the unchanged server
-argv (the server keeps the container's PID and its signals). Where the study recorded a pace, a background child
-waits for /health, warms up and times it (``launch.pace.PACE_SOURCE``), warning where it is more than
-``PACE_TOLERANCE`` times slower. Nothing refuses or delays the server beyond the device check (seconds).
-Where no device was recorded, the command is ``python3`` alone, as before.
+wrapper (``python3 -c WRAPPER DEVICE CPUS STUDY [PACE PORT NAME]``, then the server's args): a forked child compares
+this machine with the one measured (``launch.machine.device_name`` and ``mismatch``, the source launch.sh embeds;
+torch is imported only in that child, so the server finds its GPU untouched) and prints one WARNING line to the
+container's log; then the wrapper execs the unchanged server argv (the server keeps the container's PID and its
+signals). Where the study recorded a pace, a child of the server waits for /health, warms up and times it
+(``launch.pace.PACE_SOURCE``), warning where it is more than ``PACE_TOLERANCE`` times slower.
+Nothing refuses or delays the server beyond the device check (seconds). Where no device was recorded, the command
+is ``python3`` alone, as before.
 """
 
 from __future__ import annotations
