@@ -16,6 +16,8 @@ import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from launch.pace import pace_tolerance
+
 
 def device_name() -> str | None:
     """The first visible GPU's name as torch reports it, else "cpu: <model name>" from /proc/cpuinfo; None when
@@ -62,6 +64,11 @@ class MeasuredOn:
 
     def with_pace(self, pace_ms: float | None) -> MeasuredOn:
         return replace(self, pace_ms=pace_ms)
+
+    @property
+    def pace_tolerance(self) -> float:
+        """How much slower a start's pace may be before it warns (launch.pace: a CPU's own noise is larger)."""
+        return pace_tolerance(self.device)
 
     def text(self) -> str:
         """'cpu: Intel(R) Xeon(R) Processor, 2 CPUs'; 'NVIDIA H200 (the a30's memory emulated: ...)'."""

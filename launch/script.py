@@ -117,6 +117,7 @@ HOST="${{HOST:-127.0.0.1}}"
 PORT="${{PORT:-8000}}"
 TUNED_PYTHON={q(info.python)}
 VLLM_PYTHON="${{VLLM_PYTHON:-$TUNED_PYTHON}}"
+export -n VLLM_PYTHON  # this script's own: vLLM warns of an unknown VLLM_* variable in its environment
 TUNED_VLLM_VERSION={q(info.version)}
 MODEL_DIR={q(model_dir)}
 MODEL_FINGERPRINT={q(fingerprint)}
@@ -131,12 +132,15 @@ NICE="${{NICE:-{nice}}}"
 
 
 def _machine(measured: MeasuredOn | None) -> str:
-    """The machine the capacity was measured on ("" where it was not recorded: nothing is compared)."""
+    """The machine the capacity was measured on, and its pace with the slowdown that warns (empty where they were
+    not recorded: nothing is compared, whatever the environment holds)."""
+    pace = "MEASURED_PACE=''\nPACE_TOLERANCE=''\n"
+    if measured is not None and measured.pace_ms is not None:
+        pace = f"MEASURED_PACE={measured.pace_ms:.3f}\nPACE_TOLERANCE={measured.pace_tolerance:g}\n"
     if measured is None:
-        return ""
+        return pace + "\n"
     q = shlex.quote
     cpus = str(measured.cpus or "")
-    pace = f"MEASURED_PACE={measured.pace_ms:.3f}\n" if measured.pace_ms is not None else ""
     return f"MEASURED_DEVICE={q(measured.device)}\nMEASURED_CPUS={q(cpus)}\nMEASURED_ON={q(measured.text())}\n{pace}\n"
 
 
@@ -155,7 +159,7 @@ if [ "$NICE" -gt 0 ]; then  # this shell, the watcher and vLLM (exec'd below)
   fi
 fi
 "$VLLM_PYTHON" - "$HOST" "$PORT" "$SERVED_NAME" "$WARMUP_REQUESTS" "$READY_TIMEOUT" "$$" \\
-  "${{MEASURED_PACE:-}}" "$(dirname "$0")" <<'SLOTUNE_PY' &
+  "$MEASURED_PACE" "$(dirname "$0")" "$PACE_TOLERANCE" <<'SLOTUNE_PY' &
 {WATCHER_PY}
 SLOTUNE_PY
 

@@ -15,7 +15,7 @@ d = (m.packages_distributions().get("vllm") or ["vllm"])[0]
 print(m.version(d))"""
 
 # argv: host, port, served name, warm-up requests, ready timeout, launch.sh's pid, the pace measured ("": none),
-# launch.sh's folder
+# launch.sh's folder, the slowdown that warns (launch.pace.pace_tolerance)
 WATCHER_PY = (
     """from __future__ import annotations
 import json, os, signal, sys, time, urllib.request
@@ -26,6 +26,7 @@ host, port, name = sys.argv[1], sys.argv[2], sys.argv[3]
 n, timeout, pid = int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
 pace_arg = sys.argv[7] if len(sys.argv) > 7 else ""
 measured_pace, folder = (float(pace_arg) if pace_arg else None), (sys.argv[8] if len(sys.argv) > 8 else ".")
+tolerance = float(sys.argv[9]) if measured_pace else None
 shown = host
 if host in ("", "0.0.0.0", "::"):
     host = "127.0.0.1"
@@ -72,7 +73,7 @@ for i in range(n):
         print("launch.sh: warmup request %d failed: %r" % (i + 1, e), file=sys.stderr)
 ours_alive()
 if measured_pace:  # this machine's pace for this configuration, against the study's (launch.pace)
-    differs = slower(measured_pace, pace_ms_per_token(base, name))
+    differs = slower(measured_pace, pace_ms_per_token(base, name), tolerance)
     if differs:
         print("launch.sh: WARNING: %s: the capacity above was not measured at this pace; re-verify it on this "
               "machine: tune retune --study %s" % (differs, folder), file=sys.stderr, flush=True)

@@ -174,9 +174,9 @@ def test_a_pace_stated_by_launch_sh_is_timed_again_beside_the_server(tmp_path: P
     text = _export(folder, "kubernetes")
     command, _ = _container(list(yaml.safe_load_all(text)), "kubernetes")
     assert command[2] == machine_check.wrapper_script(pace=True)
-    assert command[3:] == ["NVIDIA H200", "", str(folder), "25.000", "8000", "llama-3-8b"]
+    assert command[3:] == ["NVIDIA H200", "", str(folder), "25.000", "1.25", "8000", "llama-3-8b"]
     assert "a fixed request alone at 25.0 ms a token (timed again at start)" in _header(text)
-    assert "once /health answers, where that request is more than 2x slower" in _header(text)
+    assert "once /health answers, where that request is more than 1.25x slower" in _header(text)
     helm = _export(folder, "helm")  # the init container runs before the server: no pace there
     init = _helm_init(list(yaml.safe_load_all(helm)))
     assert init is not None and init["command"][2] == machine_check.wrapper_script(pace=False)
@@ -216,7 +216,7 @@ def fake_port() -> Iterator[int]:
 @pytest.mark.parametrize(("pace", "warns"), [("0.000001", True), ("1000000", False)])
 def test_the_rendered_watcher_warns_where_the_pace_is_slower(fake_port: int, pace: str, warns: bool) -> None:
     """The watcher is a child of the server's process once it execs: the stand-in server waits for it."""
-    argv = (_here(), str(os.cpu_count()), "results/some-study", pace, str(fake_port), "tiny")
+    argv = (_here(), str(os.cpu_count()), "results/some-study", pace, "1.25", str(fake_port), "tiny")
     r, _ = _run(machine_check.wrapper_script(pace=True), *argv, "-c", "import os; print('server', os.wait()[1])")
     assert r.returncode == 0 and r.stdout == "server 0\n"
     assert bool(r.stderr) == warns, r.stderr

@@ -16,11 +16,13 @@ SITTING = ROOT / "results" / "cpu-predict-rank-smollm2-2026-12-05-b"
 
 
 def _body(text: str, python: str) -> list[str]:
-    """launch.sh without its comments, the lines naming the interpreter (another clone's), and its watcher (which
-    since 2026-12-06 times the pace too, launch.pace: it starts nothing)."""
+    """launch.sh without its comments, the lines naming the interpreter (another clone's), and its watcher and the
+    lines feeding it (since 2026-12-06 it times the pace, launch.pace, and vLLM no longer sees VLLM_PYTHON: neither
+    changes the server started)."""
     start = text.index('"$VLLM_PYTHON" - "$HOST" "$PORT" "$SERVED_NAME"')
     text = text[:start] + text[text.index("\nSLOTUNE_PY\n", start) :]
-    return [line for line in text.splitlines() if not line.startswith("#") and python not in line]
+    since = ("#", "MEASURED_PACE=", "PACE_TOLERANCE=", "export -n VLLM_PYTHON")
+    return [line for line in text.splitlines() if line and not line.startswith(since) and python not in line]
 
 
 def test_a_non_winning_trial_is_served_as_its_hand_derived_check_served_it(tmp_path: Path) -> None:

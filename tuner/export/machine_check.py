@@ -2,12 +2,12 @@
 rate belongs to the machine that measured it.
 
 Where the study recorded its device (``launch.machine.MeasuredOn``), the container's command becomes a short Python
-wrapper (``python3 -c WRAPPER DEVICE CPUS STUDY [PACE PORT NAME]``, then the server's args): a forked child compares
-this machine with the one measured (``launch.machine.device_name`` and ``mismatch``, the source launch.sh embeds;
-torch is imported only in that child, so the server finds its GPU untouched) and prints one WARNING line to the
-container's log; then the wrapper execs the unchanged server argv (the server keeps the container's PID and its
-signals). Where the study recorded a pace, a child of the server waits for /health, warms up and times it
-(``launch.pace.PACE_SOURCE``), warning where it is more than ``PACE_TOLERANCE`` times slower.
+wrapper (``python3 -c WRAPPER DEVICE CPUS STUDY [PACE TOLERANCE PORT NAME]``, then the server's args): a forked
+child compares this machine with the one measured (``launch.machine.device_name`` and ``mismatch``, the source
+launch.sh embeds; torch is imported only in that child, so the server finds its GPU untouched) and prints one WARNING
+line to the container's log; then the wrapper execs the unchanged server argv (the server keeps the container's PID
+and its signals). Where the study recorded a pace, a child of the server waits for /health, warms up and times it
+(``launch.pace.PACE_SOURCE``), warning where it is more than the device's tolerance times slower.
 Nothing refuses or delays the server beyond the device check (seconds). Where no device was recorded, the command
 is ``python3`` alone, as before.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 
 from launch.machine import MeasuredOn, device_name, mismatch
-from launch.pace import PACE_SOURCE, PACE_TOLERANCE
+from launch.pace import PACE_SOURCE
 
 CHECK_TIMEOUT_S = 120  # the device check (a torch import) may take this long before the server starts anyway
 INIT_CONTAINER = "machine-check"  # Helm: the production-stack chart runs `vllm serve` itself, so the check runs before
@@ -77,7 +77,7 @@ def watch() -> None:  # waits for /health, warms up as launch.sh does, then time
             urllib.request.urlopen(req, timeout=600).read()
         except Exception:
             pass
-    differs = slower(float(pace), pace_ms_per_token(base, name))
+    differs = slower(float(pace), pace_ms_per_token(base, name), float(tolerance))
     if differs:
         warn("%s: the capacity in this deployment's header was not measured at this pace" % differs)
 def beside() -> None:  # the watcher: a child of the server's process once this one execs it
@@ -102,8 +102,8 @@ if server:  # none: the check alone (Helm's init container)
 def wrapper_script(pace: bool) -> str:
     """The wrapper's Python source; with ``pace`` it also times the pace once the server answers."""
     if pace:
-        argv = "(measured, cpus, study, pace, port, name), server = sys.argv[1:7], sys.argv[7:]\n"
-        head = _HEAD.replace("@PACE@", ", its pace (ms a token), port, served name")
+        argv = "(measured, cpus, study, pace, tolerance, port, name), server = sys.argv[1:8], sys.argv[8:]\n"
+        head = _HEAD.replace("@PACE@", ", its pace (ms a token), the slowdown that warns, port, served name")
         return head + argv + _CHECK + _PACE + "steps = [check, beside]\n" + _RUN
     argv = "(measured, cpus, study), server = sys.argv[1:4], sys.argv[4:]\n"
     return _HEAD.replace("@PACE@", "") + argv + _CHECK + "steps = [check]\n" + _RUN
@@ -117,7 +117,7 @@ def entrypoint(measured: MeasuredOn | None, study: str, *, port: int, name: str,
     head = ["python3", "-c"]
     cpus = str(measured.cpus or "")
     if pace and measured.pace_ms is not None:
-        timed = [f"{measured.pace_ms:.3f}", str(port), name]
+        timed = [f"{measured.pace_ms:.3f}", f"{measured.pace_tolerance:g}", str(port), name]
         return [*head, wrapper_script(True), measured.device, cpus, study, *timed]
     return [*head, wrapper_script(False), measured.device, cpus, study]
 
@@ -139,7 +139,7 @@ def header_lines(measured: MeasuredOn | None, *, init_container: bool = False) -
         where = f"the init container {INIT_CONTAINER} warns in one line of its log ({log})"
         return [*lines, f"at start, {where} where its device differs from that{cpu}; it never stops the start"]
     paced = (
-        f", and, once /health answers, where that request is more than {PACE_TOLERANCE:g}x slower"
+        f", and, once /health answers, where that request is more than {measured.pace_tolerance:g}x slower"
         if measured.pace_ms is not None
         else ""
     )
