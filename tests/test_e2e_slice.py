@@ -78,7 +78,8 @@ def test_tune_writes_the_files_with_one_figure_and_the_exact_kv_budget(study) ->
     launch_sh = (out / "launch.sh").read_text()
     assert f"# measured on: {measured.text()}; a fixed request alone at " in launch_sh  # and its pace (launch.pace)
     pace = re.search(r"^MEASURED_PACE=([\d.]+)$", launch_sh, re.M)
-    assert pace is not None and float(pace.group(1)) > 0
+    assert pace is not None and float(pace.group(1)) == round(best["best"]["pace_ms"], 3) > 0  # best.json's
+    assert "\nPACE_TOLERANCE=2\n" in launch_sh  # a CPU's (launch.pace.pace_tolerance)
     assert "[trial 0]" in proc.stderr
     assert not vllm_processes(model), "tune left a vLLM process running"
     assert not list(Path.cwd().glob("pwned")) and not list(model.parent.glob("pwned"))

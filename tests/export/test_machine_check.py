@@ -21,8 +21,6 @@ import yaml
 from export_data import FORMATS, HELP, ROOT, committed_gpu_studies
 
 from launch.machine import MeasuredOn, device_name
-from launch.script import render_launch_script
-from launch.vllm_flags import VllmInfo
 from tuner.export import machine_check
 from tuner.export.formats import export_study
 from tuner.export.study import read_study
@@ -82,9 +80,7 @@ def test_without_a_recorded_device_the_exports_are_as_before(study: Path, tmp_pa
     wrapper (the Helm init container), nothing else."""
     folder = tmp_path / study.name
     folder.mkdir()
-    for name in ("best.json", "launch.sh"):  # what read_study reads
-        if (ROOT / study / name).is_file():
-            shutil.copy(ROOT / study / name, folder / name)
+    shutil.copy(ROOT / study / "best.json", folder / "best.json")  # what read_study reads
     measured = read_study(folder).measured
     assert measured is not None and measured.device == "NVIDIA H200"
     formats = [f for f in FORMATS if f != "helm" or read_study(folder).config.enable_prefix_caching is not None]
@@ -156,19 +152,16 @@ def test_without_a_server_argv_the_check_alone_runs_and_exits_0() -> None:
 
 
 def _with_pace(tmp_path: Path, pace_ms: float) -> Path:
-    """The committed study with a launch.sh that states a pace, as a study of today writes it."""
+    """The committed study with its winner's pace in best.json, as a study of today writes it."""
     folder = tmp_path / "paced"
     folder.mkdir()
-    shutil.copy(ROOT / STUDY / "best.json", folder / "best.json")
-    info = VllmInfo.from_help_text(HELP["0.26.0"].read_text(), python="/py", version="0.26.0", platform="cuda")
-    config = read_study(folder).config
-    measured = MeasuredOn("NVIDIA H200", None, "a30", pace_ms)
-    text = render_launch_script(config, info, fingerprint="f", model_dir=config.model, measured=measured)
-    (folder / "launch.sh").write_text(text)
+    doc = json.loads((ROOT / STUDY / "best.json").read_text())
+    doc["best"]["pace_ms"] = pace_ms
+    (folder / "best.json").write_text(json.dumps(doc))
     return folder
 
 
-def test_a_pace_stated_by_launch_sh_is_timed_again_beside_the_server(tmp_path: Path) -> None:
+def test_a_pace_stated_by_best_json_is_timed_again_beside_the_server(tmp_path: Path) -> None:
     folder = _with_pace(tmp_path, 25.0)
     assert read_study(folder).measured == MeasuredOn("NVIDIA H200", None, "a30", 25.0)
     text = _export(folder, "kubernetes")

@@ -105,6 +105,7 @@ class TrialBrief:
     kv_tokens_reported: int | None
     fail_reason: str | None
     certified_rate_req_s: float | None  # absent in files written before certification
+    pace_ms: float | None  # its server's pace (launch.pace); absent before 2026-12-06 or where it was not timed
 
     @classmethod
     def from_fields(cls, f: Fields) -> TrialBrief:
@@ -123,6 +124,7 @@ class TrialBrief:
             kv_tokens_reported=f.opt_integer("kv_tokens_reported"),
             fail_reason=f.opt_text("fail_reason"),
             certified_rate_req_s=f.opt_number("certified_rate_req_s"),
+            pace_ms=f.opt_number("pace_ms"),
         )
 
 

@@ -7,7 +7,6 @@ pinned); ``emulation_differences`` lists what differs so an export can say it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,9 +18,6 @@ from tuner.export.cost import RateBasis, winner_basis
 
 # Set per device by the tuner when trials run side by side; a container is given its GPUs by its runtime.
 DEVICE_ENV = ("CUDA_VISIBLE_DEVICES",)
-# best.json does not carry the winner's pace; launch.sh, written with it from the same record
-# (tuner.study_outputs.StudyOutputs.measured_on), states it as this line (launch.script)
-_LAUNCH_SH_PACE = re.compile(r"^MEASURED_PACE=([0-9.]+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -94,19 +90,15 @@ def read_study(study_dir: str | Path) -> StudyWinner:
         vllm_python=doc.vllm.python,
         model_fingerprint=doc.model.fingerprint,
         notes=doc.notes,
-        measured=measured_on(study_dir, doc),
+        measured=measured_on(doc),
     )
 
 
-def measured_on(study_dir: Path, doc: StudyDocument) -> MeasuredOn | None:
+def measured_on(doc: StudyDocument) -> MeasuredOn | None:
     """The machine the study measured (its recorded versions), the GPU whose memory it emulated, and the winner's
-    pace there as the study's launch.sh states it (None where launch.sh has none)."""
+    pace there (best.json's, as launch.sh states it: tuner.study_outputs.StudyOutputs.measured_on)."""
     emulated = doc.gpu.profile if doc.gpu.emulated_on else None
     measured = MeasuredOn.from_versions(doc.versions or {}, emulated)
     if measured is None:
         return None
-    try:
-        found = _LAUNCH_SH_PACE.search((study_dir / "launch.sh").read_text())
-    except OSError:
-        found = None
-    return measured.with_pace(float(found.group(1)) if found else None)
+    return measured.with_pace(doc.best.pace_ms if doc.best else None)

@@ -98,6 +98,7 @@ def best_document(
             "kv_tokens_reported": r.readback.kv_cache_size_tokens if r.readback else None,
             "fail_reason": r.fail_reason,
             "certified_rate_req_s": certs[r.number].certified_rate if r.number in certs else None,
+            "pace_ms": r.pace_ms,  # its server's pace (launch.pace), which launch.sh and the exports time again
         }
 
     return {
