@@ -73,10 +73,14 @@ for i in range(n):
         print("launch.sh: warmup request %d failed: %r" % (i + 1, e), file=sys.stderr)
 ours_alive()
 if measured_pace:  # this machine's pace for this configuration, against the study's (launch.pace)
-    differs = slower(measured_pace, pace_ms_per_token(base, name), tolerance)
+    here_pace = pace_ms_per_token(base, name)
+    differs = slower(measured_pace, here_pace, tolerance)
     if differs:
         print("launch.sh: WARNING: %s: the capacity above was not measured at this pace; re-verify it on this "
               "machine: tune retune --study %s" % (differs, folder), file=sys.stderr, flush=True)
+    elif here_pace is not None:  # the figure an operator compares, said either way
+        print("launch.sh: a fixed request took %.1f ms a token here, %.1f where measured (a warning above %gx)"
+              % (here_pace, measured_pace, tolerance), file=sys.stderr, flush=True)
 print("ready: http://%s:%s serves %r (%.0f s)" % (shown, port, name, time.time() - t0), flush=True)"""
 )
 

@@ -39,7 +39,7 @@ pid=$!
 trap 'kill -TERM -- -$pid 2>/dev/null; sleep 5; kill -KILL -- -$pid 2>/dev/null' EXIT
 for _ in $(seq "${START_TIMEOUT:-300}"); do grep -q "ready: http" "$log" && break; sleep 1; done
 grep -q "ready: http" "$log" || { echo "cpu-crosscheck: $dir/launch.sh not ready (log $log):"; tail -5 "$log"; exit 2; }
-grep "launch.sh: WARNING" "$log"  # the machine's or the pace's check (launch.machine, launch.pace), where it warned
+grep -E "launch.sh: (WARNING|a fixed request)" "$log"  # the machine's and the pace's checks (launch.machine, launch.pace)
 echo "[$(date -u +%T)] $(grep "ready: http" "$log")"
 more=(); [ "$out_tokens" != "-" ] && more=(--output-tokens "$out_tokens")
 repeat="${REPEAT:-1}" rc=0
