@@ -135,10 +135,10 @@ def _machine(measured: MeasuredOn | None) -> str:
     """The machine the capacity was measured on, and its pace with the slowdown that warns (empty where they were
     not recorded: nothing is compared, whatever the environment holds)."""
     pace = "MEASURED_PACE=''\nPACE_TOLERANCE=''\n"
-    if measured is not None and measured.pace_ms is not None:
-        pace = f"MEASURED_PACE={measured.pace_ms:.3f}\nPACE_TOLERANCE={measured.pace_tolerance:g}\n"
     if measured is None:
         return pace + "\n"
+    if measured.pace_ms is not None:
+        pace = f"MEASURED_PACE={measured.pace_ms:.3f}\nPACE_TOLERANCE={measured.pace_tolerance:g}\n"
     q = shlex.quote
     cpus = str(measured.cpus or "")
     return f"MEASURED_DEVICE={q(measured.device)}\nMEASURED_CPUS={q(cpus)}\nMEASURED_ON={q(measured.text())}\n{pace}\n"
