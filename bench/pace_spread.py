@@ -70,22 +70,22 @@ def main() -> None:
             listed = ", ".join(f"{p:.2f}" for p in [start, *again] if p is not None)
             print(f"server {i + 1}: startup {server.startup_s:.0f} s; pace ms a token (start, then again): {listed}")
             sys.stdout.flush()
-    report(rows)
+    device = device_name() or ""
+    report(rows, pace_tolerance(device))
     if args.json:
         servers = [asdict(r) for r in rows]
-        device = device_name() or ""
         out = {"device": device, "config": config.to_dict(), "servers": servers, "tolerance": pace_tolerance(device)}
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
 
 
-def report(rows: list[ServerPaces]) -> None:
+def report(rows: list[ServerPaces], tolerance: float) -> None:
     firsts = [r.start for r in rows if r.start is not None]
     every = firsts + [p for r in rows for p in r.again if p is not None]
     if firsts:
         print(
             f"the start's pace over {len(firsts)} servers: median {statistics.median(firsts):.2f} ms, "
             f"max/min {max(firsts) / min(firsts):.3f}; every timing max/min {max(every) / min(every):.3f} "
-            f"(launch.sh warns above {pace_tolerance(device_name() or '')} on this device)"
+            f"(launch.sh warns above {tolerance:g}x on this device)"
         )
 
 
