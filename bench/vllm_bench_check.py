@@ -9,6 +9,9 @@ held, and whether the run was steady by slotune's own rules (bench/vllm_bench_st
 ``--json`` writes them. Exit 0 always (it reports; the caller judges). It reads the server's
 ``/metrics`` before and after: a run whose prompts came from the prefix cache far beyond the workload's shared
 prefix (a seed sent to this server before) judges nothing, so ``held`` is then null and a warning says why.
+With ``--server-pid`` (the server's process: launch.sh execs it) it also reports the CPU that processes other than
+the server's and this client's used over the run (``host``; hypervisor steal included): on a host whose cores the
+server shares, a verdict reached while others took a notable share is said to be that (loadtest.host_cpu).
 
     python bench/vllm_bench_check.py --url http://127.0.0.1:8000 --model NAME --tokenizer MODEL_DIR \
         --workload chat --output-tokens 16 --rate 12 --seconds 120 --slo ttft_p95=2s --json out.json
@@ -19,9 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from vllm_bench_steady import GaugePoller, records_of  # noqa: E402
 
 from loadtest.dist import percentile  # noqa: E402
+from loadtest.host_cpu import CpuReading, HostCpuMeter, host_busy_seconds, tree_seconds  # noqa: E402
 from loadtest.metrics import sent_rate  # noqa: E402
 from loadtest.prompts import PromptFactory, load_tokenizer  # noqa: E402
 from loadtest.report import cached_prompts_warning  # noqa: E402
@@ -184,6 +190,18 @@ def server_view(
     return {"server": server, "cached_prompts_warning": warning}
 
 
+def server_and_client_reader(server_pid: int) -> Callable[[], CpuReading | None]:
+    """Host CPU readings whose 'tree' is the server's process tree and this client's: what is left is others'."""
+
+    def read() -> CpuReading | None:
+        try:
+            return time.monotonic(), host_busy_seconds(), tree_seconds(server_pid) + tree_seconds(os.getpid())
+        except (OSError, ValueError):
+            return None
+
+    return read
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", required=True)
@@ -196,6 +214,7 @@ def main() -> int:
     ap.add_argument("--slo", required=True)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--server-pid", type=int, help="the server's process: report other processes' CPU over the run")
     args = ap.parse_args()
     slos = parse_slos(args.slo)
     count = max(8, round(args.rate * args.seconds))
@@ -203,12 +222,20 @@ def main() -> int:
         dataset = Path(tmp) / "prompts.jsonl"
         write_dataset(dataset, args, count)
         before = read_metrics(args.url)
+        meter = HostCpuMeter(server_and_client_reader(args.server_pid)) if args.server_pid else None
+        if meter is not None:
+            meter.start()
         with GaugePoller(args.url) as poller:
             result = run_bench(args, dataset, count, Path(tmp))
+        host = meter.stop() if meter is not None else None
         after = read_metrics(args.url)
     view = server_view(before, after, load_workload(args.workload).shared_prefix_fraction, args.seed, poller.peaks)
     summary = {"rate": args.rate, "seconds": args.seconds, "requests": count, **summarize(result, slos, poller.samples)}
     summary.update(view)
+    summary["host"] = host.to_dict() if host is not None else None
+    if host is not None:
+        shared = "; the verdict is that shared host's" if host.notable else ""
+        print(f"vllm_bench_check: {host.phrase()} over the run{shared}", file=sys.stderr)
     if summary["steady"] and summary["steady"]["reasons"]:
         print(f"vllm_bench_check: not steady: {'; '.join(summary['steady']['reasons'])}", file=sys.stderr)
     if view["cached_prompts_warning"]:

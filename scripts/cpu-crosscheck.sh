@@ -47,7 +47,7 @@ for i in $(seq "$repeat"); do
   out="$json"; [ "$repeat" -gt 1 ] && out="${json%.json}-run$i.json"
   echo "[$(date -u +%T)] vllm bench serve at $rate req/s for $secs s (run $i of $repeat on this server)"
   "$py" bench/vllm_bench_check.py --url "http://127.0.0.1:$port" --model "$name" --tokenizer "$model" \
-    --workload "$workload" "${more[@]}" --rate "$rate" --seconds "$secs" --slo "$slo" --seed "$(( ${SEED:-31} + i - 1 ))" --json "$out" 2>&1 \
+    --workload "$workload" "${more[@]}" --rate "$rate" --seconds "$secs" --slo "$slo" --seed "$(( ${SEED:-31} + i - 1 ))" --json "$out" --server-pid "$pid" 2>&1 \
     | grep -v "it/s\]" | grep -E "P95 TTFT|P95 TPOT|Request throughput|Successful|Failed|held|vllm_bench_check:"
   rc=${PIPESTATUS[0]}
   echo "[$(date -u +%T)] done: $out"

@@ -89,6 +89,11 @@ class TestGoodStart:
             assert warning is warned, (measured, r.stderr)
             said = f"ms a token here, {measured:.1f} where measured (a warning above 2x)" in r.stderr
             assert said is not warned, (measured, r.stderr)  # the figures, where nothing warned
+        # a name the server does not serve: the request fails, and the watcher says the pace is unknown
+        argv = ["127.0.0.1", str(server.port), "no-such-model", "0", "60", str(server.pid), f"{pace:.4f}", "/s", "2"]
+        r = subprocess.run([sys.executable, "-", *argv], input=WATCHER_PY, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "ready: http://127.0.0.1" in r.stdout, r.stderr
+        assert "launch.sh: WARNING: a fixed request of 32 tokens could not be timed here" in r.stderr, r.stderr
 
     def test_serves_completions(self, tiny_server: TinyServer) -> None:
         server = tiny_server.server

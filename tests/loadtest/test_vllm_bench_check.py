@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
-from bench.vllm_bench_check import error_counts, per_request, server_view, summarize
+from bench.vllm_bench_check import error_counts, per_request, server_and_client_reader, server_view, summarize
 from bench.vllm_bench_steady import records_of
+from loadtest.host_cpu import HostCpuMeter
 from loadtest.server_metrics import parse_prometheus
 from loadtest.slo import parse_slos
 
@@ -114,3 +122,29 @@ def test_a_run_shorter_than_four_request_lifetimes_did_not_hold_though_every_slo
     assert any("mean request lifetimes" in r for r in short["steady"]["reasons"])
     steady = summarize(_steady_result(lifetime_s=2.0), slos)
     assert steady["slo_held"] is True and steady["steady"]["reasons"] == [] and steady["held"] is True
+
+
+@pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="Linux /proc only")
+def test_the_servers_cpu_is_its_own_not_other_processes():
+    """--server-pid: the server (here a spinner outside this process's tree, as launch.sh's server is) counts
+    with the client, so 'others' is what neither used."""
+    spin = "import time\nend = time.process_time() + 5\nwhile time.process_time() < end: pass\n"
+    daemon = (
+        "import os, subprocess, sys\n"
+        "quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # run() must not wait for its pipes\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {spin!r}], start_new_session=True, **quiet)\n"
+        "print(p.pid, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", daemon], check=True, capture_output=True, text=True)
+    server = int(out.stdout)
+    try:
+        ours, plain = HostCpuMeter(server_and_client_reader(server)), HostCpuMeter()
+        ours.start(), plain.start()
+        time.sleep(1.0)
+        used, unattributed = ours.stop(), plain.stop()
+    finally:
+        os.kill(server, signal.SIGKILL)
+    assert used is not None and unattributed is not None
+    assert used.tree * used.seconds >= 0.4, used  # the spinning server's CPU-seconds
+    assert unattributed.others - used.others >= 0.3, (used, unattributed)  # which the plain meter calls others'
