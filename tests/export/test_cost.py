@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 from export_data import ROOT, certify, tiny_best, typed
@@ -55,6 +56,25 @@ def test_a_certified_rate_and_its_soak_report_are_used() -> None:
     assert (basis.rate_req_s, basis.output_tok_s) == (7.5, 1500.0)
     winner, _ = study_costs(typed(doc), 3.0)
     assert winner is not None and winner.usd_per_million_output_tokens == pytest.approx(3.0 / (1500 * 3600) * 1e6)
+
+
+def test_a_rate_stated_a_step_below_a_kv_bound_edge_costs_the_held_soaks_tokens_at_that_rate() -> None:
+    """Run h on an H100 (results/gpu-llama-3-8b-a30-predict-2026-12-06-h): 66.217 req/s held, 59.595 stated; no
+    soak ran at the stated rate, and tune stopped writing best.json for want of one."""
+    from tuner.certify.certification import Certification
+    from tuner.certify.kv_edge import KvEdge
+
+    doc = certify(tiny_best(), "best", 8.0, 1600.0)  # held at 8.0 with 200 output tokens a request
+    cert = Certification.from_dict(doc["certifications"][0])
+    edge = KvEdge(8.0, 8.4, "soak", 5, 1.0)
+    doc["certifications"][0] = replace(cert, kv_edge=edge).to_dict()
+    doc["best"]["certified_rate_req_s"] = doc["certified_rate_req_s"] = edge.stated_req_s  # 7.2
+    basis = winner_basis(typed(doc))
+    assert basis is not None and basis.certified
+    assert basis.rate_req_s == pytest.approx(7.2) and basis.output_tok_s == pytest.approx(1440.0)
+    doc["best"]["certified_rate_req_s"] = 7.0  # neither held nor the edge's step: still an error
+    with pytest.raises(UsageError, match="no held soak at that rate"):
+        winner_basis(typed(doc))
 
 
 def test_a_certified_rate_without_its_report_is_an_error_not_a_fallback() -> None:

@@ -71,13 +71,17 @@ def usd_per_million_output_tokens(hourly_usd: float, output_tok_s: float) -> flo
 
 
 def _certified_tok_s(doc: StatedFigures, trial: TrialBrief, rate: float, where: str) -> float:
-    """Output tokens/s of the soak that certified ``trial`` at ``rate`` (best.json ``certifications``)."""
+    """Output tokens/s at ``trial``'s certified ``rate`` (best.json ``certifications``): its held soak's, or, where a
+    KV-bound edge states a step below the rate that held (tuner.certify.kv_edge), the held soak's tokens per request
+    at the stated rate (no soak runs there; every request of a workload asks a fixed count)."""
     for cert in doc.certifications:
         if cert.trial != trial.trial:
             continue
+        stepped = cert.kv_edge is not None and math.isclose(cert.kv_edge.stated_req_s, rate, rel_tol=1e-6)
+        soaked = cert.held_rate if stepped and cert.held_rate is not None else rate
         for soak in cert.soaks:
-            if soak.holds and math.isclose(soak.rate, rate, rel_tol=1e-6) and soak.throughput_tok_s:
-                return float(soak.throughput_tok_s)
+            if soak.holds and math.isclose(soak.rate, soaked, rel_tol=1e-6) and soak.throughput_tok_s:
+                return float(soak.throughput_tok_s) * rate / soak.rate
     raise UsageError(
         f"best.json {where} has {CERTIFIED_RATE_KEY} {rate} but no held soak at that rate in {CERTIFICATIONS_KEY}: "
         "the file is incomplete; re-run the certification (tune --resume) to state a cost"
