@@ -72,8 +72,8 @@ def usd_per_million_output_tokens(hourly_usd: float, output_tok_s: float) -> flo
 
 def _certified_tok_s(doc: StatedFigures, trial: TrialBrief, rate: float, where: str) -> float:
     """Output tokens/s at ``trial``'s certified ``rate`` (best.json ``certifications``): its held soak's, or, where a
-    KV-bound edge states a step below the rate that held (tuner.certify.kv_edge), the held soak's tokens per request
-    at the stated rate (no soak runs there; every request of a workload asks a fixed count)."""
+    KV-bound edge states a step below the rate that held (tuner.certify.kv_edge), the stated rate times the held
+    soak's output tokens a request (no soak runs at the stated rate; the workload draws each request's count)."""
     for cert in doc.certifications:
         if cert.trial != trial.trial:
             continue
