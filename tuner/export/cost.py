@@ -81,7 +81,7 @@ def _certified_tok_s(doc: StatedFigures, trial: TrialBrief, rate: float, where: 
         soaked = cert.held_rate if stepped and cert.held_rate is not None else rate
         for soak in cert.soaks:
             if soak.holds and math.isclose(soak.rate, soaked, rel_tol=1e-6) and soak.throughput_tok_s:
-                return float(soak.throughput_tok_s) * rate / soak.rate
+                return float(soak.throughput_tok_s) * (rate / soak.rate if stepped else 1.0)
     raise UsageError(
         f"best.json {where} has {CERTIFIED_RATE_KEY} {rate} but no held soak at that rate in {CERTIFICATIONS_KEY}: "
         "the file is incomplete; re-run the certification (tune --resume) to state a cost"
