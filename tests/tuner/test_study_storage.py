@@ -292,3 +292,14 @@ def test_the_sampler_is_told_each_trials_capacity_not_its_goodput(tmp_path):
     told = {t.number: t.value for t in study.trials}
     assert told == {r.number: r.capacity_req_s for r in results_of(study)}
     assert {r.capacity_req_s for r in results_of(study)} != {r.goodput_req_s for r in results_of(study)}
+
+
+def test_opening_a_study_puts_no_optuna_notice_on_the_console(tmp_path):
+    """The TPE sampler's group=True and the heartbeat are experimental in Optuna; we use them on purpose, so a tune's
+    console must not carry Optuna's warning about it (run h's log did, once per call)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        open_study(f"sqlite:///{tmp_path}/s.db", resume=False, seed=0)
+    assert not [w for w in caught if "experimental" in str(w.message)], [str(w.message) for w in caught]

@@ -31,11 +31,16 @@ STUDY_NAME = "slotune"
 log = logging.getLogger("slotune")
 
 
+def _quiet_optuna() -> None:
+    """Optuna's notices about what we use on purpose, kept off the user's console: the heartbeat and the TPE
+    sampler's ``group`` are experimental, and we run trials through ask/tell with our own heartbeat (run_study)."""
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
+
+
 def storage_for(url: str) -> optuna.storages.BaseStorage:
     """An RDB storage with heartbeats, so trials of a tuner on another host that died are found on resume."""
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # heartbeat, group
-    # we run trials through ask/tell with our own heartbeat (run_study), which Optuna warns about
-    warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
+    _quiet_optuna()
     engine: dict[str, Any] = {}
     if not url.startswith("sqlite"):
         engine["pool_pre_ping"] = True
@@ -90,6 +95,7 @@ def open_study(
     so is a missing one with ``must_exist`` (``tune --resume``; workers joining a shared study pass only
     ``resume``). Trials whose tuner is gone are released first (tuner.search.trial_owner)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    _quiet_optuna()  # before the sampler: its group=True warned on the console of every tune (seen in run h's log)
     stored = _existing(storage_url)
     exists = name in stored
     if (exists and not resume) or (must_exist and not exists):
