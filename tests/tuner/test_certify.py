@@ -304,3 +304,17 @@ def test_an_interrupted_tune_prints_what_its_certification_kept():
     assert lines[0] == "tune: interrupted; every server it started has been stopped"
     assert lines[1].startswith("tune: trial 1's certification was cut after 1 soak(s)") and len(lines) == 2
     assert interrupted_lines("tune", KeyboardInterrupt()) == lines[:1]  # nothing kept: the one line as before
+
+
+def test_a_soak_line_says_its_interval_is_over_the_answered_requests_where_some_went_unanswered():
+    """Run h's lost first soak read 'ttft_p95 2500 ms [2200, 2271]': the value counted the requests cut in flight
+    as misses, the interval only the answered ones."""
+    from loadtest.steady import Interval
+
+    ttft = {"ttft_p95": Interval(2250.0, 2200.0, 2271.0)}
+    answered_all = replace(soak(70.9, holds=False), slo_values={"ttft_p95": 2250.0}, intervals=ttft)
+    assert "(ttft_p95 2250 ms [2200, 2271])" in answered_all.line()
+    cut = replace(
+        answered_all, slo_values={"ttft_p95": 2500.0}, report=ReportSummary(requests_ok=5900, requests_failed=37)
+    )
+    assert "(ttft_p95 2500 ms [answered: 2200, 2271]; 37 unanswered, counted as misses)" in cut.line()

@@ -41,11 +41,17 @@ class Soak:
         return not self.holds and window_alone(self.reasons, self.lifetimes)
 
     def line(self) -> str:
+        # each SLO value counts unanswered requests as misses; its interval is over the answered ones only, so
+        # where some went unanswered (a lost soak cut in flight) the interval says so, and the count is given
+        unanswered = self.report.requests_failed
+        over = "answered: " if unanswered else ""
         vals = ", ".join(
-            f"{k} {v:.0f} ms" + (f" [{iv.low:.0f}, {iv.high:.0f}]" if (iv := self.intervals.get(k)) else "")
+            f"{k} {v:.0f} ms" + (f" [{over}{iv.low:.0f}, {iv.high:.0f}]" if (iv := self.intervals.get(k)) else "")
             for k, v in self.slo_values.items()
             if v is not None
         )
+        if unanswered and vals:
+            vals += f"; {unanswered} unanswered, counted as misses"
         verdict = "held" if self.holds else "missed: " + "; ".join(self.reasons)
         if not self.holds and self.sustained_req_s > 0:
             verdict += f"; the server kept up with {self.sustained_req_s:.1f} req/s while arrivals lasted"
