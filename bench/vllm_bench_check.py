@@ -20,12 +20,12 @@ server shares, a verdict reached while others took a notable share is said to be
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from vllm_bench_steady import GaugePoller, records_of  # noqa: E402
 
 from loadtest.dist import percentile  # noqa: E402
-from loadtest.host_cpu import CpuReading, HostCpuMeter, host_busy_seconds, tree_seconds  # noqa: E402
+from loadtest.host_cpu import CpuReading, HostCpuMeter, read_host  # noqa: E402
 from loadtest.metrics import sent_rate  # noqa: E402
 from loadtest.prompts import PromptFactory, load_tokenizer  # noqa: E402
 from loadtest.report import cached_prompts_warning  # noqa: E402
@@ -192,14 +192,7 @@ def server_view(
 
 def server_and_client_reader(server_pid: int) -> Callable[[], CpuReading | None]:
     """Host CPU readings whose 'tree' is the server's process tree and this client's: what is left is others'."""
-
-    def read() -> CpuReading | None:
-        try:
-            return time.monotonic(), host_busy_seconds(), tree_seconds(server_pid) + tree_seconds(os.getpid())
-        except (OSError, ValueError):
-            return None
-
-    return read
+    return functools.partial(read_host, server_pid, os.getpid())
 
 
 def main() -> int:

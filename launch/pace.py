@@ -64,10 +64,24 @@ def slower(measured_ms: float, here_ms: float | None, tolerance: float) -> str:
     )
 
 
-# the watcher's constants and functions (launch.script_parts.WATCHER_PY), defined before it runs them
-PACE_SOURCE = (
-    f"PACE_TOKENS, PACE_REPEATS = {PACE_TOKENS}, {PACE_REPEATS}\n"
-    + inspect.getsource(pace_ms_per_token)
-    + "\n"
-    + inspect.getsource(slower)
+def within(measured_ms: float, here_ms: float, tolerance: float) -> str:
+    """The figures an operator compares where ``slower`` found nothing to warn of."""
+    return (
+        f"a fixed request took {here_ms:.1f} ms a token here, {measured_ms:.1f} where measured "
+        f"(a warning above {tolerance:g}x)"
+    )
+
+
+def untimed(measured_ms: float) -> str:
+    """Words for a pace that could not be timed: said, so that silence never stands for a match."""
+    return (
+        f"a fixed request of {PACE_TOKENS} tokens could not be timed here (it failed or answered another count), "
+        f"so this machine's pace against the {measured_ms:.1f} ms a token measured is unknown"
+    )
+
+
+# the watchers' constants and functions (launch.script_parts.WATCHER_PY, tuner.export.machine_check), defined
+# before they run them
+PACE_SOURCE = f"PACE_TOKENS, PACE_REPEATS = {PACE_TOKENS}, {PACE_REPEATS}\n" + "\n".join(
+    inspect.getsource(f) for f in (pace_ms_per_token, slower, within, untimed)
 )

@@ -79,12 +79,9 @@ if measured_pace:  # this machine's pace for this configuration, against the stu
         print("launch.sh: WARNING: %s: the capacity above was not measured at this pace; re-verify it on this "
               "machine: tune retune --study %s" % (differs, folder), file=sys.stderr, flush=True)
     elif here_pace is not None:  # the figure an operator compares, said either way
-        print("launch.sh: a fixed request took %.1f ms a token here, %.1f where measured (a warning above %gx)"
-              % (here_pace, measured_pace, tolerance), file=sys.stderr, flush=True)
+        print("launch.sh: " + within(measured_pace, here_pace, tolerance), file=sys.stderr, flush=True)
     else:  # not timed: say so, rather than let silence read as "the pace matched"
-        print("launch.sh: WARNING: a fixed request of %d tokens could not be timed here (it failed or answered "
-              "another count), so this machine's pace against the %.1f ms a token measured is unknown"
-              % (PACE_TOKENS, measured_pace), file=sys.stderr, flush=True)
+        print("launch.sh: WARNING: " + untimed(measured_pace), file=sys.stderr, flush=True)
 print("ready: http://%s:%s serves %r (%.0f s)" % (shown, port, name, time.time() - t0), flush=True)"""
 )
 

@@ -105,10 +105,11 @@ def tree_seconds(root: int, proc: Path = Path("/proc")) -> float:
     return total / _ticks()
 
 
-def read_host(root: int | None = None) -> CpuReading | None:
-    """One reading for ``root``'s tree (default: this process), or None where ``/proc`` has no such files."""
+def read_host(*roots: int) -> CpuReading | None:
+    """One reading whose tree is ``roots``' trees together (default: this process's), or None where ``/proc`` has
+    no such files."""
     try:
-        return time.monotonic(), host_busy_seconds(), tree_seconds(root or os.getpid())
+        return time.monotonic(), host_busy_seconds(), sum(tree_seconds(r) for r in roots or (os.getpid(),))
     except (OSError, ValueError):
         return None
 

@@ -82,11 +82,9 @@ def watch() -> None:  # waits for /health, warms up as launch.sh does, then time
     if differs:
         warn("%s: the capacity in this deployment's header was not measured at this pace" % differs)
     elif here is None:  # not timed: said, so that silence means the pace matched
-        warn("a fixed request of %d tokens could not be timed here (it failed or answered another count), so "
-             "this machine's pace against the %s ms a token measured is unknown" % (PACE_TOKENS, pace))
+        warn(untimed(float(pace)))
     else:  # the figures an operator compares, as launch.sh prints them
-        print("slotune: a fixed request took %.1f ms a token here, %.1f where measured (a warning above %sx)"
-              % (here, float(pace), tolerance), file=sys.stderr, flush=True)
+        print("slotune: " + within(float(pace), here, float(tolerance)), file=sys.stderr, flush=True)
 def beside() -> None:  # the watcher: a child of the server's process once this one execs it
     if os.fork() == 0:
         try:
