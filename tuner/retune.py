@@ -23,6 +23,7 @@ from pathlib import Path
 from launch.fingerprint import model_fingerprint
 from loadtest.summary import ReportSummary
 from tuner.certify.kv_edge import KvEdge
+from tuner.certify.margin import ThinMargin
 from tuner.certify.verify import Verification, verify_at_rate
 from tuner.document.study import StudyDocument
 from tuner.errors import UsageError
@@ -82,7 +83,7 @@ def retune(
     old = OldBest(
         best.goodput_req_s, rate, doc.certified_rate_req_s is not None, best.config, doc.model.fingerprint, doc.versions
     )
-    old = replace(old, held_rate=_held_rate(doc.headline.kv_edge if doc.headline else None))
+    old = replace(old, held_rate=_held_rate(doc.headline.step if doc.headline else None))
     model_changed = fingerprint != doc.model.fingerprint
     if not model_changed and not changes:
         ctx = trial_context(inputs, study / "logs" / f"retune-{_stamp()}")
@@ -142,7 +143,7 @@ def _retune_changed(
         check = verify_at_rate(frozen, ctx, verification_rate(best.best_rate, tolerance), progress)
         rate = best.best_rate
     certified = head is not None and head.certified_req_s is not None
-    held = _held_rate(head.kv_edge if head is not None else None)
+    held = _held_rate(head.step if head is not None else None)
     retuned = Retuned(new_dir, RetunedBest(best.number, best.goodput_req_s, rate, certified, best.config, check, held))
     if retuned.verified:  # only a verified winner replaces the frozen files
         _replace_frozen_files(study, new_dir)
@@ -160,9 +161,10 @@ def _replace_frozen_files(study: Path, new_dir: Path) -> None:
             shutil.copy2(new_dir / name, study / name)
 
 
-def _held_rate(edge: KvEdge | None) -> float | None:
-    """What the soaks held where a KV-bound edge stated a step below it (None: the stated rate was held)."""
-    return edge.held_req_s if edge is not None else None
+def _held_rate(step: KvEdge | ThinMargin | None) -> float | None:
+    """What the soaks held where a step below it was stated (a KV-bound edge or a thin margin; None: the stated
+    rate was held)."""
+    return step.held_req_s if step is not None else None
 
 
 def check_tolerance(tolerance: float) -> None:

@@ -77,6 +77,19 @@ def test_a_rate_stated_a_step_below_a_kv_bound_edge_costs_the_held_soaks_tokens_
         winner_basis(typed(doc))
 
 
+def test_a_rate_stated_a_step_below_a_thin_margin_costs_the_held_soaks_tokens_at_that_rate() -> None:
+    from tuner.certify.certification import Certification
+    from tuner.certify.margin import ThinMargin
+
+    doc = certify(tiny_best(), "best", 8.0, 1600.0)
+    cert = Certification.from_dict(doc["certifications"][0])
+    thin = ThinMargin(8.0, "ttft_p95", 2000.0, (1223.0, 1728.0), None)
+    doc["certifications"][0] = replace(cert, thin_margin=thin).to_dict()
+    doc["best"]["certified_rate_req_s"] = doc["certified_rate_req_s"] = thin.stated_req_s  # 7.2
+    basis = winner_basis(typed(doc))
+    assert basis is not None and basis.rate_req_s == pytest.approx(7.2) and basis.output_tok_s == pytest.approx(1440.0)
+
+
 def test_a_certified_rate_without_its_report_is_an_error_not_a_fallback() -> None:
     doc = certify(tiny_best(), "best", 7.5, None)
     with pytest.raises(UsageError, match="no held soak at that rate"):

@@ -84,7 +84,7 @@ def test_every_file_of_a_study_states_the_step_and_why(tmp_path):
     levels = (level(2.08, True), level(2.345, True), level(2.606, False, FULL))
     best = trial(0, 2.345, levels, baseline=True)
     held = (soak(2.345, True), replace(soak(2.345, True), server=1))
-    cert = Certification(0, 2.345, 120.0, held).with_kv_edge(levels)
+    cert = Certification(0, 2.345, 120.0, held).with_step(levels)
 
     def script(path, b, head):
         path.write_text(f"# capacity: {head.rate_text()}\n")

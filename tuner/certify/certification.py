@@ -11,7 +11,8 @@ soak held, the rate between it and the lowest missed one is bisected while they 
 the certified rate is not far below what holds either. A soak that missed while other processes took a notable
 share of the host's cores is held once more at its rate. The rate that certifies is then held once more on
 another fresh server; where that misses, the stepping goes on below it (tuner.certify.confirming: the rules,
-SERVERS).
+SERVERS). The stated rate is the held one, or a step below it where the lowest miss above ran out of KV cache
+(kv_edge) or the soaks left too little room under an SLO's limit (margin).
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.certify.confirming import eligible_rates, next_step, servers_holding, soak_again
 from tuner.certify.kv_edge import KvEdge, kv_edge
+from tuner.certify.margin import ThinMargin, thin_margin
 from tuner.certify.soak_record import Soak
 from tuner.trial.level import Level
+
+if TYPE_CHECKING:
+    from loadtest.slo import SLO
 
 __all__ = ["Certification", "KeepSoaks", "Soak", "certify"]  # Soak: where its callers found it before soak_record
 
@@ -46,6 +51,7 @@ class Certification:
     soaks: tuple[Soak, ...]
     fail_reason: str | None = None  # the server could not start
     kv_edge: KvEdge | None = None  # the held rate's edge is the KV cache: a step below it is stated (kv_edge)
+    thin_margin: ThinMargin | None = None  # no KV edge, but the soaks came too near a limit: a step below (margin)
 
     @property
     def held_rate(self) -> float | None:
@@ -54,8 +60,13 @@ class Certification:
 
     @property
     def certified_rate(self) -> float | None:
-        """The stated rate: the held one, or a step below it at a KV-bound edge (tuner.certify.kv_edge)."""
-        return self.kv_edge.stated_req_s if self.kv_edge is not None else self.held_rate
+        """The stated rate: the held one, or a step below it (``step``)."""
+        return self.step.stated_req_s if self.step is not None else self.held_rate
+
+    @property
+    def step(self) -> KvEdge | ThinMargin | None:
+        """Why a step below the held rate is stated: a KV-bound edge, or a thin margin (None: no step)."""
+        return self.kv_edge if self.kv_edge is not None else self.thin_margin
 
     @property
     def servers(self) -> int:
@@ -73,7 +84,7 @@ class Certification:
             why = self.fail_reason or self._why_none()
             return f"trial {self.trial}: NOT certified ({why}); the search's estimate was {self.estimate_req_s:.3f}"
         where = "a fresh server" if self.servers < 2 else f"{self.servers} fresh servers"
-        kv = f"; {self.kv_edge.phrase()}" if self.kv_edge is not None else ""
+        kv = f"; {self.step.phrase()}" if self.step is not None else ""
         return (
             f"trial {self.trial}: certified {self.certified_rate:.3f} req/s ({self.soak_s:.0f}-s soaks held on "
             f"{where}{kv}; the search's estimate {self.estimate_req_s:.3f})"
@@ -96,17 +107,22 @@ class Certification:
             "soaks": [s.to_dict() for s in self.soaks],
             "fail_reason": self.fail_reason,
             "kv_edge": self.kv_edge.to_dict() if self.kv_edge is not None else None,
+            "thin_margin": self.thin_margin.to_dict() if self.thin_margin is not None else None,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Certification:
         soaks = tuple(Soak.from_dict(s) for s in d["soaks"])
         edge = KvEdge.from_dict(d["kv_edge"]) if d.get("kv_edge") else None  # None in files before 2026-12-06
-        return cls(d["trial"], d["estimate_req_s"], d["soak_s"], soaks, d.get("fail_reason"), edge)
+        thin = ThinMargin.from_dict(d["thin_margin"]) if d.get("thin_margin") else None  # None before 2026-12-06 b
+        return cls(d["trial"], d["estimate_req_s"], d["soak_s"], soaks, d.get("fail_reason"), edge, thin)
 
-    def with_kv_edge(self, levels: Iterable[Level]) -> Certification:
-        """This certification, a step lower where the lowest miss above its held rate ran out of KV cache."""
-        return replace(self, kv_edge=kv_edge(self.held_rate, self.soaks, levels))
+    def with_step(self, levels: Iterable[Level], slos: Iterable[SLO] = ()) -> Certification:
+        """This certification, a step lower where the lowest miss above its held rate ran out of KV cache, or
+        else where its soaks left too little room under one of ``slos``."""
+        edge = kv_edge(self.held_rate, self.soaks, levels)
+        thin = thin_margin(self.held_rate, self.soaks, slos) if edge is None else None
+        return replace(self, kv_edge=edge, thin_margin=thin)
 
 
 def certify(
@@ -121,12 +137,14 @@ def certify(
     prior: tuple[Soak, ...] = (),
     keep: KeepSoaks = lambda _s: None,
     levels: Sequence[Level] = (),
+    slos: Sequence[SLO] = (),
 ) -> Certification:
     """Soak a fresh server (``serve()``) at ``estimate``; step down by STEP while a soak misses, to no lower
     than ``floor`` (tuner.certify.certified.floor_rate) and at most MAX_SOAKS times. ``first``: the first
     soak's rate where it is not the estimate (a speculating winner's twin starts at the rate it must beat).
     ``prior``: the soaks of an interrupted certification, gone on from on a fresh server; ``keep`` is given the
-    soaks after each one, so that an interruption loses at most the soak it cut."""
+    soaks after each one, so that an interruption loses at most the soak it cut. ``levels`` and ``slos`` decide a
+    step below the held rate (``Certification.with_step``)."""
     from launch.errors import LaunchFailure
 
     soaks = list(prior)
@@ -136,7 +154,7 @@ def certify(
         progress(f"certifying trial {trial}: going on from {len(prior)} soak(s) of an interrupted certification "
                  f"({went})")  # fmt: skip
     if rate is None:
-        return Certification(trial, estimate, soak_s, tuple(soaks)).with_kv_edge(levels)
+        return Certification(trial, estimate, soak_s, tuple(soaks)).with_step(levels, slos)
     try:
         with contextlib.ExitStack() as servers:
             server = servers.enter_context(serve())
@@ -158,8 +176,8 @@ def certify(
                         progress(f"certifying trial {trial}: {rate:.3f} req/s once more, on another fresh server")
     except LaunchFailure as exc:
         failed = Certification(trial, estimate, soak_s, tuple(soaks), fail_reason=f"{exc.reason}: {exc.detail}")
-        return failed.with_kv_edge(levels)
-    return Certification(trial, estimate, soak_s, tuple(soaks)).with_kv_edge(levels)
+        return failed.with_step(levels, slos)
+    return Certification(trial, estimate, soak_s, tuple(soaks)).with_step(levels, slos)
 
 
 def _start(prior: tuple[Soak, ...], floor: float, first: float) -> tuple[float | None, int]:

@@ -19,6 +19,7 @@ from tuner.certify.certified import config_levels
 from tuner.certify.confirm import Confirmation
 from tuner.certify.edge import MissAbove, lowest_miss_above
 from tuner.certify.kv_edge import KvEdge
+from tuner.certify.margin import ThinMargin
 from tuner.certify.summary import Summary
 
 CERTIFIED, CONFIRMED, SEARCH = "certified", "confirmed", "search"
@@ -55,6 +56,12 @@ class Headline:
     servers: int = 1  # fresh servers that held the certified rate (tuner.certify.confirming)
     miss_above: MissAbove | None = None  # the lowest rate above the stated one that missed (tuner.certify.edge)
     kv_edge: KvEdge | None = None  # a step below the held rate is stated: its edge is the KV cache (kv_edge)
+    thin_margin: ThinMargin | None = None  # a step below the held rate is stated: its soaks' margin was thin
+
+    @property
+    def step(self) -> KvEdge | ThinMargin | None:
+        """Why a step below the held rate is stated (tuner.certify.certification.Certification.step)."""
+        return self.kv_edge if self.kv_edge is not None else self.thin_margin
 
     @property
     def rate_req_s(self) -> float | None:
@@ -69,7 +76,7 @@ class Headline:
                 else ""
             )
             return (
-                f"{self.certified_req_s:.3f} req/s certified ({self.soak_s:.0f}-s {self._where()}{self._kv()}; "
+                f"{self.certified_req_s:.3f} req/s certified ({self.soak_s:.0f}-s {self._where()}{self._step()}; "
                 f"the search's estimate {self.estimate_req_s:.3f}{self._edge()}{shared})"
             )
         if self.estimate_req_s is None:
@@ -79,8 +86,8 @@ class Headline:
             why = uncertified_why(self.held_unconfirmed)
         return f"{self.estimate_req_s:.3f} req/s, the search's estimate ({why}{self._edge()})"
 
-    def _kv(self) -> str:
-        return f"; {self.kv_edge.phrase()}" if self.kv_edge is not None else ""
+    def _step(self) -> str:
+        return f"; {self.step.phrase()}" if self.step is not None else ""
 
     def _edge(self) -> str:
         stated = self.rate_req_s
@@ -158,6 +165,7 @@ class Headline:
             "certified_on_servers": self.servers if self.certified_req_s is not None else None,
             "lowest_miss_above": self.miss_above.to_dict() if self.miss_above is not None else None,
             "kv_edge": self.kv_edge.to_dict() if self.kv_edge is not None else None,
+            "thin_margin": self.thin_margin.to_dict() if self.thin_margin is not None else None,
             "line": self.line(),
         }
 
@@ -198,6 +206,7 @@ def _headline(
         shared_host=_shared_host(cert),
         servers=max(1, cert.servers) if cert else 1,
         kv_edge=cert.kv_edge if cert else None,
+        thin_margin=cert.thin_margin if cert else None,
     )
     stated = replace(stated, miss_above=_miss_above(stated, summary, cert))
     if summary.overruled is not None:

@@ -107,4 +107,5 @@ def certify_config(
         prior,
         keep,
         levels,
+        ctx.slos,
     )

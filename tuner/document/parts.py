@@ -13,6 +13,7 @@ from loadtest.redact import without_password
 from loadtest.summary import ReportSummary
 from tuner.certify.edge import MissAbove
 from tuner.certify.kv_edge import KvEdge
+from tuner.certify.margin import ThinMargin
 from tuner.document.reader import DocumentError, Fields
 from tuner.settings.tune_settings import TuneSettings
 from tuner.trial.result import TrialState
@@ -156,6 +157,12 @@ class StatedHeadline:
     line: str
     lowest_miss_above: MissAbove | None = None  # tuner.certify.edge; None: nothing above missed, or written before
     kv_edge: KvEdge | None = None  # tuner.certify.kv_edge; None: the held rate is stated, or written before 2026-12-06
+    thin_margin: ThinMargin | None = None  # tuner.certify.margin; None: no such step, or written before 2026-12-06 b
+
+    @property
+    def step(self) -> KvEdge | ThinMargin | None:
+        """Why a step below the held rate is stated (None: the held rate is)."""
+        return self.kv_edge if self.kv_edge is not None else self.thin_margin
 
     @classmethod
     def from_fields(cls, f: Fields) -> StatedHeadline:
@@ -182,6 +189,7 @@ class StatedHeadline:
             if edge
             else None,
             kv_edge=_kv_edge(f.opt_obj("kv_edge")),
+            thin_margin=_thin_margin(f.opt_obj("thin_margin")),
         )
 
 
@@ -190,3 +198,12 @@ def _kv_edge(f: Fields | None) -> KvEdge | None:
         return None
     peak, pre = f.opt_number("kv_cache_usage_peak"), f.opt_integer("preemptions")
     return KvEdge(f.number("held_rate_req_s"), f.number("miss_rate_req_s"), f.text("miss_source"), pre, peak)
+
+
+def _thin_margin(f: Fields | None) -> ThinMargin | None:
+    if f is None:
+        return None
+    values = tuple(f.numbers("values_ms"))
+    return ThinMargin(
+        f.number("held_rate_req_s"), f.text("slo"), f.number("limit_ms"), values, f.opt_number("interval_high_ms")
+    )

@@ -72,12 +72,12 @@ def usd_per_million_output_tokens(hourly_usd: float, output_tok_s: float) -> flo
 
 def _certified_tok_s(doc: StatedFigures, trial: TrialBrief, rate: float, where: str) -> float:
     """Output tokens/s at ``trial``'s certified ``rate`` (best.json ``certifications``): its held soak's, or, where a
-    KV-bound edge states a step below the rate that held (tuner.certify.kv_edge), the stated rate times the held
+    step below the rate that held is stated (a KV-bound edge or a thin margin), the stated rate times the held
     soak's output tokens a request (no soak runs at the stated rate; the workload draws each request's count)."""
     for cert in doc.certifications:
         if cert.trial != trial.trial:
             continue
-        stepped = cert.kv_edge is not None and math.isclose(cert.kv_edge.stated_req_s, rate, rel_tol=1e-6)
+        stepped = cert.step is not None and math.isclose(cert.step.stated_req_s, rate, rel_tol=1e-6)
         soaked = cert.held_rate if stepped and cert.held_rate is not None else rate
         for soak in cert.soaks:
             if soak.holds and math.isclose(soak.rate, soaked, rel_tol=1e-6) and soak.throughput_tok_s:

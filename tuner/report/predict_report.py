@@ -40,7 +40,8 @@ def predictions(
     """One entry per trial launched by the model: the capacity predicted before its launch, the one measured
     (its best passing rate; None when none passed) and the relative error; where soaks certified the trial
     (--certify each), the rate they held and the error against it (what the model predicts), and the stated rate
-    (a step below the held one at a KV-bound edge) with the error against that; [] when no trial was."""
+    (a step below the held one at a KV-bound edge or a thin margin: ``step``) with the error against that; [] when
+    no trial was."""
     certs = certifications or {}
     rows = []
     for r in sorted(results, key=lambda r: r.number):
@@ -62,6 +63,7 @@ def predictions(
                 "certified_req_s": certified,
                 "error_vs_certified": _error(predicted, certified),
                 "held_req_s": held,
+                "step": _step_name(cert),
                 "error_vs_held": _error(predicted, held),
                 "demonstrated_error_before": pred.demonstrated_error,
                 "extrapolated": pred.extrapolated,
@@ -83,7 +85,7 @@ def median_error(rows: Sequence[dict[str, Any]], key: str = "error") -> float | 
 
 def certified_lines(results: Sequence[TrialResult], certifications: Mapping[int, Certification]) -> list[str]:
     """The console's account of the predictions against the rates the soaks held (--predict with --certify each),
-    naming the stated rate where a KV-bound edge put it a step lower; [] when no launched trial was certified."""
+    naming the stated rate where a step below the held one was stated; [] when no launched trial was certified."""
     rows = [r for r in predictions(results, certifications) if r["error_vs_held"] is not None]
     if not rows:
         return []
@@ -97,10 +99,19 @@ def certified_lines(results: Sequence[TrialResult], certifications: Mapping[int,
 
 
 def _stated(row: Mapping[str, Any]) -> str:
-    """The clause naming the stated rate where it is not the held one (a KV-bound edge), else ""."""
+    """The clause naming the stated rate where it is not the held one (a KV-bound edge, a thin margin), else ""."""
     if row["certified_req_s"] == row["held_req_s"]:
         return ""
-    return f", stated {row['certified_req_s']:.3f} a step lower (KV-bound edge)"
+    return f", stated {row['certified_req_s']:.3f} a step lower ({row['step']})"
+
+
+def _step_name(cert: Certification | None) -> str | None:
+    """Why the stated rate is a step below the held one (None: it is not)."""
+    if cert is not None and cert.kv_edge is not None:
+        return "KV-bound edge"
+    if cert is not None and cert.thin_margin is not None:
+        return f"thin margin on {cert.thin_margin.slo}"
+    return None
 
 
 def _unmeasured(state: str) -> str:
@@ -117,8 +128,9 @@ def section(results: Sequence[TrialResult], certifications: Mapping[int, Certifi
     summary = f"median |error| {_pct(median_error(rows))} over {_count(rows, 'error')} launches"
     if certified:
         summary += (
-            f"; against the rates the soaks held (--certify each; the stated rate is a step lower at a KV-bound "
-            f"edge): median |error| {_pct(median_error(rows, 'error_vs_held'))} over {_count(rows, 'error_vs_held')}"
+            "; against the rates the soaks held (--certify each; the stated rate is a step lower at a KV-bound "
+            f"edge or a thin margin): median |error| {_pct(median_error(rows, 'error_vs_held'))} over "
+            f"{_count(rows, 'error_vs_held')}"
         )
     return (
         "<h2>Predicted vs measured (--predict)</h2>"
