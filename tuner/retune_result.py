@@ -16,14 +16,14 @@ NO_WINNER = "no trial of the re-tune met the SLOs"
 
 
 class _HeldRate:
-    """A stated best's held rate: where a KV-bound edge stated a step below it, what its soaks held."""
+    """A stated best's held rate: where a step below it was stated (KV-bound edge, thin margin), what its soaks held."""
 
     rate: float
     held_rate: float | None
 
     @property
     def held(self) -> float:
-        """The rate its soaks held (tuner.certify.kv_edge): what a regression compares, like with like."""
+        """The rate its soaks held (tuner.certify.kv_edge, tuner.certify.margin): what a regression compares."""
         return self.held_rate if self.held_rate is not None else self.rate
 
 
@@ -38,7 +38,7 @@ class OldBest(_HeldRate):
     fingerprint: str
     versions: Mapping[str, object] | None
     goodput_at_rate_req_s: float | None = None  # stated by a re-verification only: rate × share of good requests
-    held_rate: float | None = None  # what its soaks held, where a KV-bound edge stated a step below it
+    held_rate: float | None = None  # what its soaks held, where a step below it was stated
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -94,7 +94,7 @@ class RetunedBest(_HeldRate):
     certified: bool
     config: ServeConfig
     check: CertifiedCheck | Verification  # a certification, else one verification soak (--soak-seconds 0)
-    held_rate: float | None = None  # what its soaks held, where a KV-bound edge stated a step below it
+    held_rate: float | None = None  # what its soaks held, where a step below it was stated
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class Retuned:
 
 def retune_regressed(old: OldBest, new: Retuned, tolerance: float) -> bool:
     """No winner, an unverified one, or one whose soaks held more than ``tolerance`` below the old one's: held rates
-    compare like with like where a KV-bound edge stated a step below one of them (tuner.certify.kv_edge)."""
+    compare like with like where a step below one of them was stated (a KV-bound edge or a thin margin)."""
     return new.best is None or not new.verified or new.best.held < old.held * (1 - tolerance)
 
 
