@@ -84,10 +84,10 @@ class Certification:
             why = self.fail_reason or self._why_none()
             return f"trial {self.trial}: NOT certified ({why}); the search's estimate was {self.estimate_req_s:.3f}"
         where = "a fresh server" if self.servers < 2 else f"{self.servers} fresh servers"
-        kv = f"; {self.step.phrase()}" if self.step is not None else ""
+        stepped = f"; {self.step.phrase()}" if self.step is not None else ""
         return (
             f"trial {self.trial}: certified {self.certified_rate:.3f} req/s ({self.soak_s:.0f}-s soaks held on "
-            f"{where}{kv}; the search's estimate {self.estimate_req_s:.3f})"
+            f"{where}{stepped}; the search's estimate {self.estimate_req_s:.3f})"
         )
 
     def _why_none(self) -> str:
@@ -114,7 +114,7 @@ class Certification:
     def from_dict(cls, d: dict[str, Any]) -> Certification:
         soaks = tuple(Soak.from_dict(s) for s in d["soaks"])
         edge = KvEdge.from_dict(d["kv_edge"]) if d.get("kv_edge") else None  # None in files before 2026-12-06
-        thin = ThinMargin.from_dict(d["thin_margin"]) if d.get("thin_margin") else None  # None before 2026-12-06 b
+        thin = ThinMargin.from_dict(d["thin_margin"]) if d.get("thin_margin") else None  # None in files before the rule
         return cls(d["trial"], d["estimate_req_s"], d["soak_s"], soaks, d.get("fail_reason"), edge, thin)
 
     def with_step(self, levels: Iterable[Level], slos: Iterable[SLO] = ()) -> Certification:

@@ -157,7 +157,7 @@ class StatedHeadline:
     line: str
     lowest_miss_above: MissAbove | None = None  # tuner.certify.edge; None: nothing above missed, or written before
     kv_edge: KvEdge | None = None  # tuner.certify.kv_edge; None: the held rate is stated, or written before 2026-12-06
-    thin_margin: ThinMargin | None = None  # tuner.certify.margin; None: no such step, or written before 2026-12-06 b
+    thin_margin: ThinMargin | None = None  # tuner.certify.margin; None: no such step, or written before the rule
 
     @property
     def step(self) -> KvEdge | ThinMargin | None:
