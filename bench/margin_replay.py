@@ -35,7 +35,6 @@ def bench_draws(folder: Path, rate: float) -> str:
 def rows(folder: Path) -> list[str]:
     from loadtest.slo import parse_slos
     from tuner.certify.certification import Certification
-    from tuner.certify.confirming import STEP
     from tuner.certify.margin import thin_margin
 
     doc = json.loads((folder / "best.json").read_text())
@@ -51,8 +50,8 @@ def rows(folder: Path) -> list[str]:
         key = thin.slo if thin is not None else (slos[0].key if slos else "-")
         values = " / ".join(f"{v:.0f}" for s in soaks if (v := s.slo_values.get(key)) is not None)
         highs = [iv.high for s in soaks if (iv := s.intervals.get(key)) is not None]
-        step = "KV edge" if cert.kv_edge is not None else (f"thin ({thin.slo})" if thin is not None else "no")
-        stated = STEP * held if step != "no" else held
+        taken = cert.kv_edge or thin
+        step, stated = (taken.kind, taken.stated_req_s) if taken is not None else ("no", held)
         high = f"{max(highs):.0f}" if highs else "-"
         name = folder.relative_to(ROOT / "results")
         out.append(

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from launch.fingerprint import model_fingerprint
 from loadtest.summary import ReportSummary
-from tuner.certify.kv_edge import KvEdge
-from tuner.certify.margin import ThinMargin
+from tuner.certify.margin import Step
 from tuner.certify.verify import Verification, verify_at_rate
 from tuner.document.study import StudyDocument
 from tuner.errors import UsageError
@@ -161,7 +160,7 @@ def _replace_frozen_files(study: Path, new_dir: Path) -> None:
             shutil.copy2(new_dir / name, study / name)
 
 
-def _held_rate(step: KvEdge | ThinMargin | None) -> float | None:
+def _held_rate(step: Step | None) -> float | None:
     """What the soaks held where a step below it was stated (a KV-bound edge or a thin margin; None: the stated
     rate was held)."""
     return step.held_req_s if step is not None else None

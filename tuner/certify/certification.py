@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.certify.confirming import eligible_rates, next_step, servers_holding, soak_again
 from tuner.certify.kv_edge import KvEdge, kv_edge
-from tuner.certify.margin import ThinMargin, thin_margin
+from tuner.certify.margin import Step, ThinMargin, stated_step, thin_margin
 from tuner.certify.soak_record import Soak
 from tuner.trial.level import Level
 
@@ -64,9 +64,9 @@ class Certification:
         return self.step.stated_req_s if self.step is not None else self.held_rate
 
     @property
-    def step(self) -> KvEdge | ThinMargin | None:
+    def step(self) -> Step | None:
         """Why a step below the held rate is stated: a KV-bound edge, or a thin margin (None: no step)."""
-        return self.kv_edge if self.kv_edge is not None else self.thin_margin
+        return stated_step(self.kv_edge, self.thin_margin)
 
     @property
     def servers(self) -> int:

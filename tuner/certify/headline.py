@@ -19,7 +19,7 @@ from tuner.certify.certified import config_levels
 from tuner.certify.confirm import Confirmation
 from tuner.certify.edge import MissAbove, lowest_miss_above
 from tuner.certify.kv_edge import KvEdge
-from tuner.certify.margin import ThinMargin
+from tuner.certify.margin import Step, ThinMargin, stated_step
 from tuner.certify.summary import Summary
 
 CERTIFIED, CONFIRMED, SEARCH = "certified", "confirmed", "search"
@@ -59,9 +59,9 @@ class Headline:
     thin_margin: ThinMargin | None = None  # a step below the held rate is stated: its soaks' margin was thin
 
     @property
-    def step(self) -> KvEdge | ThinMargin | None:
+    def step(self) -> Step | None:
         """Why a step below the held rate is stated (tuner.certify.certification.Certification.step)."""
-        return self.kv_edge if self.kv_edge is not None else self.thin_margin
+        return stated_step(self.kv_edge, self.thin_margin)
 
     @property
     def rate_req_s(self) -> float | None:

@@ -43,6 +43,10 @@ class KvEdge:
     def stated_req_s(self) -> float:
         return STEP * self.held_req_s
 
+    @property
+    def kind(self) -> str:
+        return "KV-bound edge"
+
     def phrase(self) -> str:
         """'stated a step below the 2.345 req/s that held: the lowest miss above it, at 2.606 req/s, ran out of KV
         cache (5 preemptions, KV cache 100 % full)'."""

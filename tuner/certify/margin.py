@@ -16,6 +16,7 @@ from typing import Any
 
 from loadtest.slo import SLO
 from tuner.certify.confirming import STEP
+from tuner.certify.kv_edge import KvEdge
 from tuner.certify.soak_record import Soak
 
 
@@ -32,6 +33,10 @@ class ThinMargin:
     @property
     def stated_req_s(self) -> float:
         return STEP * self.held_req_s
+
+    @property
+    def kind(self) -> str:
+        return f"thin margin on {self.slo}"
 
     @property
     def spread_ms(self) -> float:
@@ -72,6 +77,14 @@ class ThinMargin:
         high = d.get("interval_high_ms")
         values = tuple(float(v) for v in d["values_ms"])
         return cls(float(d["held_rate_req_s"]), d["slo"], float(d["limit_ms"]), values, high)
+
+
+Step = KvEdge | ThinMargin  # why a certificate states a step below the rate its soaks held
+
+
+def stated_step(kv: KvEdge | None, thin: ThinMargin | None) -> Step | None:
+    """The one step a certificate takes: a KV-bound edge first, else a thin margin (None: the held rate is stated)."""
+    return kv if kv is not None else thin
 
 
 def thin_margin(held_req_s: float | None, soaks: Sequence[Soak], slos: Iterable[SLO]) -> ThinMargin | None:

@@ -13,7 +13,7 @@ from loadtest.redact import without_password
 from loadtest.summary import ReportSummary
 from tuner.certify.edge import MissAbove
 from tuner.certify.kv_edge import KvEdge
-from tuner.certify.margin import ThinMargin
+from tuner.certify.margin import Step, ThinMargin, stated_step
 from tuner.document.reader import DocumentError, Fields
 from tuner.settings.tune_settings import TuneSettings
 from tuner.trial.result import TrialState
@@ -160,9 +160,9 @@ class StatedHeadline:
     thin_margin: ThinMargin | None = None  # tuner.certify.margin; None: no such step, or written before the rule
 
     @property
-    def step(self) -> KvEdge | ThinMargin | None:
+    def step(self) -> Step | None:
         """Why a step below the held rate is stated (None: the held rate is)."""
-        return self.kv_edge if self.kv_edge is not None else self.thin_margin
+        return stated_step(self.kv_edge, self.thin_margin)
 
     @classmethod
     def from_fields(cls, f: Fields) -> StatedHeadline:

@@ -107,11 +107,7 @@ def _stated(row: Mapping[str, Any]) -> str:
 
 def _step_name(cert: Certification | None) -> str | None:
     """Why the stated rate is a step below the held one (None: it is not)."""
-    if cert is not None and cert.kv_edge is not None:
-        return "KV-bound edge"
-    if cert is not None and cert.thin_margin is not None:
-        return f"thin margin on {cert.thin_margin.slo}"
-    return None
+    return cert.step.kind if cert is not None and cert.step is not None else None
 
 
 def _unmeasured(state: str) -> str:
