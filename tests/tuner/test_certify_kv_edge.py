@@ -47,7 +47,7 @@ def test_a_full_cache_is_a_preemption_or_a_peak_at_99_percent():
 def test_only_the_lowest_miss_above_the_held_rate_decides():
     levels = (level(2.08, True), level(2.606, False, FULL), level(3.127, False, FULL))
     edge = kv_edge(2.345, (soak(2.345, True),), levels)
-    assert edge == KvEdge(2.345, 2.606, LEVEL, 5, 1.0)
+    assert edge == KvEdge(2.345, 2.606, LEVEL, 5, 1.0, (0,))  # the held soak kept its cache
     assert edge.stated_req_s == pytest.approx(STEP * 2.345)
     # the lowest miss above kept its cache (a seq-bound edge): no step, though a higher miss ran out
     assert kv_edge(2.345, (), (level(2.6, False, ROOMY), level(3.1, False, FULL))) is None
@@ -101,3 +101,22 @@ def test_every_file_of_a_study_states_the_step_and_why(tmp_path):
     rows = list(csv.DictReader((tmp_path / "trials.csv").open()))
     assert float(rows[0]["certified_rate_req_s"]) == pytest.approx(STEP * 2.345)
     assert StatedHeadline.from_fields(Fields(head, "headline")).kv_edge == cert.kv_edge
+
+
+def test_held_soaks_that_preempted_are_named_in_the_step_and_kept_in_every_record():
+    above = (level(70.877, False, FULL),)
+    held = (soak_with(66.217, True, ServerSummary(preemptions=36)), soak_with(66.217, True, ServerSummary()))
+    edge = kv_edge(66.217, (*held, soak_with(61.0, True, ServerSummary(preemptions=9))), above)
+    assert edge.held_preemptions == (36, 0) and edge.held_preempted  # only the held rate's soaks, in soak order
+    assert edge.stated_req_s == pytest.approx(STEP * 66.217)  # the caveat says more; the stated rate is the same
+    assert "; its held soaks preempted too (36 and 0 preemptions): another draw of prompts, or a longer run" in (
+        edge.phrase()
+    )
+    assert KvEdge.from_dict(json.loads(json.dumps(edge.to_dict()))) == edge
+    assert Fields({"kv_edge": edge.to_dict()}, "h").opt_obj("kv_edge") is not None
+    cert = Certification(1, 70.877, 90.0, held).with_step(above)
+    assert "its held soaks preempted too" in cert.line()
+    quiet = kv_edge(66.217, (soak_with(66.217, True, ServerSummary()),), above)
+    assert not quiet.held_preempted and "preempted too" not in quiet.phrase()
+    old = {k: v for k, v in edge.to_dict().items() if k != "held_preemptions"}  # stored before the field
+    assert KvEdge.from_dict(old).held_preemptions == ()

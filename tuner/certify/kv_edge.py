@@ -6,7 +6,9 @@ whether a run tips depends on the draw: SmolLM2's defaults held 2.345 req/s in b
 peaking at 78 % and 84 %, no preemption) and then missed that rate for one of two `vllm bench serve` draws, whose
 prompts were 3.4 % longer; a step below, 3 draws of 3 held (docs/certification.md). Two held soaks cannot bound a
 miss chance that large. So where the lowest miss above the held rate ran out of KV cache, the certificate states
-STEP x the held rate and says why; an edge that is not the KV cache keeps the held rate.
+STEP x the held rate and says why; an edge that is not the KV cache keeps the held rate. Where the held soaks
+themselves preempted, the step is not known to be enough (an H100 study's stated rate held 1 of 3 `vllm bench
+serve` draws: docs/certification.md), and the certificate says so.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class KvEdge:
     miss_source: str  # tuner.certify.edge.SOAK | LEVEL
     preemptions: int | None  # vLLM's preemptions over that miss
     kv_peak: float | None  # its KV cache usage peak (a fraction)
+    held_preemptions: tuple[int, ...] = ()  # vLLM's preemptions in each soak that held the held rate, in soak order
 
     @property
     def stated_req_s(self) -> float:
@@ -55,7 +58,21 @@ class KvEdge:
             signs.append(f"KV cache {self.kv_peak * 100:.0f} % full")
         return (
             f"stated a step below the {self.held_req_s:.3f} req/s that held: the lowest miss above it, at "
-            f"{self.miss_req_s:.3f} req/s, ran out of KV cache ({', '.join(signs)})"
+            f"{self.miss_req_s:.3f} req/s, ran out of KV cache ({', '.join(signs)}){self._caveat()}"
+        )
+
+    @property
+    def held_preempted(self) -> bool:
+        """The soaks that held ran out of KV cache too: the held rate is at the edge, not below it."""
+        return any(self.held_preemptions)
+
+    def _caveat(self) -> str:
+        if not self.held_preempted:
+            return ""
+        counts = " and ".join(f"{n:,}" for n in self.held_preemptions)
+        return (
+            f"; its held soaks preempted too ({counts} preemptions): another draw of prompts, or a longer run, "
+            "may miss the stated rate, which was not soaked itself"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -66,6 +83,7 @@ class KvEdge:
             "miss_source": self.miss_source,
             "preemptions": self.preemptions,
             "kv_cache_usage_peak": self.kv_peak,
+            "held_preemptions": list(self.held_preemptions),
         }
 
     @classmethod
@@ -76,6 +94,7 @@ class KvEdge:
             d["miss_source"],
             d.get("preemptions"),
             d.get("kv_cache_usage_peak"),
+            tuple(int(n) for n in d.get("held_preemptions") or ()),  # absent in files before 2026-12-06, evening
         )
 
 
@@ -88,4 +107,5 @@ def kv_edge(held_req_s: float | None, soaks: Sequence[Soak], levels: Iterable[Le
     if lowest is None or not ran_out_of_kv(lowest[1]):
         return None
     miss, server = lowest
-    return KvEdge(held_req_s, miss.rate_req_s, miss.source, server.preemptions, server.kv_cache_usage_peak)
+    held = tuple(s.report.server.preemptions or 0 for s in soaks if s.holds and s.rate == held_req_s)
+    return KvEdge(held_req_s, miss.rate_req_s, miss.source, server.preemptions, server.kv_cache_usage_peak, held)

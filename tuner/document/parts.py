@@ -197,7 +197,8 @@ def _kv_edge(f: Fields | None) -> KvEdge | None:
     if f is None:
         return None
     peak, pre = f.opt_number("kv_cache_usage_peak"), f.opt_integer("preemptions")
-    return KvEdge(f.number("held_rate_req_s"), f.number("miss_rate_req_s"), f.text("miss_source"), pre, peak)
+    held = tuple(map(int, f.numbers("held_preemptions"))) if f.has("held_preemptions") else ()  # new 2026-12-06
+    return KvEdge(f.number("held_rate_req_s"), f.number("miss_rate_req_s"), f.text("miss_source"), pre, peak, held)
 
 
 def _thin_margin(f: Fields | None) -> ThinMargin | None:
