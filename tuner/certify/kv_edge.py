@@ -7,8 +7,8 @@ peaking at 78 % and 84 %, no preemption) and then missed that rate for one of tw
 prompts were 3.4 % longer; a step below, 3 draws of 3 held (docs/certification.md). Two held soaks cannot bound a
 miss chance that large. So where the lowest miss above the held rate ran out of KV cache, the certificate states
 STEP x the held rate and says why; an edge that is not the KV cache keeps the held rate. Where the held soaks
-themselves preempted, the step is not known to be enough (an H100 study's stated rate held 1 of 3 `vllm bench
-serve` draws: docs/certification.md), and the certificate says so.
+themselves preempted, the step is not known to be enough (docs/certification.md, "Where the held soaks
+preempted"), and the certificate says so.
 """
 
 from __future__ import annotations
@@ -88,12 +88,13 @@ class KvEdge:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> KvEdge:
+        pre, peak = d.get("preemptions"), d.get("kv_cache_usage_peak")
         return cls(
-            d["held_rate_req_s"],
-            d["miss_rate_req_s"],
-            d["miss_source"],
-            d.get("preemptions"),
-            d.get("kv_cache_usage_peak"),
+            float(d["held_rate_req_s"]),
+            float(d["miss_rate_req_s"]),
+            str(d["miss_source"]),
+            int(pre) if pre is not None else None,
+            float(peak) if peak is not None else None,
             tuple(int(n) for n in d.get("held_preemptions") or ()),  # absent in files before 2026-12-06, evening
         )
 

@@ -194,17 +194,8 @@ class StatedHeadline:
 
 
 def _kv_edge(f: Fields | None) -> KvEdge | None:
-    if f is None:
-        return None
-    peak, pre = f.opt_number("kv_cache_usage_peak"), f.opt_integer("preemptions")
-    held = tuple(map(int, f.numbers("held_preemptions"))) if f.has("held_preemptions") else ()  # new 2026-12-06
-    return KvEdge(f.number("held_rate_req_s"), f.number("miss_rate_req_s"), f.text("miss_source"), pre, peak, held)
+    return f.record(KvEdge.from_dict) if f is not None else None  # one reader: the record's own
 
 
 def _thin_margin(f: Fields | None) -> ThinMargin | None:
-    if f is None:
-        return None
-    values = tuple(f.numbers("values_ms"))
-    return ThinMargin(
-        f.number("held_rate_req_s"), f.text("slo"), f.number("limit_ms"), values, f.opt_number("interval_high_ms")
-    )
+    return f.record(ThinMargin.from_dict) if f is not None else None
