@@ -1,8 +1,11 @@
 """Which committed certifications the KV-edge rule (tuner.certify.kv_edge) would state a step lower.
 
 For every study under results/ with a best.json and its study.db: each certification's held rate, the lowest miss
-above it (its soaks and its configuration's search levels), whether that miss ran out of KV cache, and the rate the
-rule states. Stored certifications keep the rate they stated; this only replays the rule over them.
+above it (its soaks and its configuration's search levels), whether that miss ran out of KV cache, the rate the
+rule states, and the preemptions in the soaks that held the held rate: where those preempted too, the rule (since
+2026-12-06, night) soaks a step below before stating it (tuner.certify.kv_edge.next_edge_rate), which a replay
+cannot do: it names the rate that soak would run at. Stored certifications keep the rate they stated; this only
+replays the rule over them.
 
     python bench/kv_edge_replay.py [results/...]   (default: every study under results/)
 """
@@ -51,7 +54,11 @@ def rows(folder: Path) -> list[str]:
         pre = "-" if lowest is None else str(lowest[1].preemptions)
         stated = "-" if held is None else f"{(edge.stated_req_s if edge else held):.3f}"
         name = folder.relative_to(ROOT / "results")
-        out.append(f"| {name} | {cert.trial} | {held or 0:.3f} | {miss} | {pre} | {full} | {stated} |")
+        kept = ", ".join(str(n) for n in edge.held_preemptions) if edge else "-"
+        below = f"soaks {edge.stated_req_s:.3f} first" if edge and edge.held_preempted and not edge.below else "-"
+        out.append(
+            f"| {name} | {cert.trial} | {held or 0:.3f} | {miss} | {pre} | {full} | {stated} | {kept} | {below} |"
+        )
     return out
 
 
@@ -59,8 +66,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="*", type=Path)
     folders = ap.parse_args().folders or sorted(p.parent for p in (ROOT / "results").glob("**/best.json"))
-    print("| study | trial | held | lowest miss above | its preemptions | ran out of KV | stated by the rule |")
-    print("|---|---|---|---|---|---|---|")
+    print("| study | trial | held | lowest miss above | its preemptions | ran out of KV | stated by the rule "
+          "| held soaks' preemptions | below the edge |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for folder in folders:
         for line in rows(folder.resolve()):
             print(line)

@@ -67,6 +67,27 @@ def test_the_best_and_the_defaults_are_certified_once_and_kept_in_the_study():
     assert stored(study)[0].certified_rate == 18.0 and stored(study)[1].certified_rate == 0.9 * best.best_rate
 
 
+def test_the_defaults_soak_first_at_the_rate_the_best_certified_where_that_is_above_their_estimate():
+    base, best = trial(0, 4.0, baseline=True), trial(1, 10.0, seqs=64)
+    study, firsts = Attrs(), {}
+
+    def run(t, first, prior, keep):
+        firsts[t.number] = first
+        return cert_of(t, 0.9 * (first or t.best_rate))
+
+    certify_study(study, summarize([base, best]), 30.0, run)
+    assert firsts == {1: None, 0: 9.0}  # the best from its estimate; the defaults from the rate to beat, 9.0
+    study, firsts = Attrs(), {}
+    certify_study(study, summarize([trial(0, 9.5, baseline=True), best]), 30.0, run)
+    assert firsts == {1: None, 0: None}  # the rate to beat (9.0) is below the defaults' own estimate
+    study, firsts = Attrs(), {}
+    certify_study(study, summarize([base, best]), 30.0, run, first={0: 20.0})
+    assert firsts[0] == 20.0  # a rate given by the caller comes first
+    study, firsts = Attrs(), {}
+    certify_study(study, summarize([trial(0, 12.0, baseline=True), trial(1, 10.0, seqs=64)]), 30.0, run)
+    assert firsts == {0: None}  # the defaults are the best: nothing to beat
+
+
 def test_a_certification_cut_short_keeps_its_soaks_and_a_resume_goes_on_from_them():
     best = trial(1, 10.0, seqs=64)
     summary, study, given = summarize([best]), Attrs(), []

@@ -14,10 +14,10 @@ from loadtest.dist import Dist
 from loadtest.server_metrics import ServerSummary
 from loadtest.summary import ReportSummary
 from tests.tuner.certify_fakes import numbered_servers, soak
-from tuner.certify.certification import Certification, certify
+from tuner.certify.certification import Certification, Soak, certify
 from tuner.certify.confirming import STEP
 from tuner.certify.edge import LEVEL, SOAK
-from tuner.certify.kv_edge import KvEdge, kv_edge, ran_out_of_kv
+from tuner.certify.kv_edge import EDGE_SOAKS, EdgeSoak, KvEdge, kv_edge, next_edge_rate, ran_out_of_kv
 from tuner.document.parts import StatedHeadline
 from tuner.document.reader import Fields
 from tuner.report.outputs import write_outputs
@@ -120,3 +120,77 @@ def test_held_soaks_that_preempted_are_named_in_the_step_and_kept_in_every_recor
     assert not quiet.held_preempted and "preempted too" not in quiet.phrase()
     old = {k: v for k, v in edge.to_dict().items() if k != "held_preemptions"}  # stored before the field
     assert KvEdge.from_dict(old).held_preemptions == ()
+
+
+def preempting(counts: dict[float, int], missed: tuple[float, ...] = ()):
+    """A soak runner whose soaks hold (but at ``missed``) with ``counts[rate]`` preemptions (0 where absent)."""
+
+    def run_soak(url, rate):
+        n = next((c for r, c in counts.items() if r == pytest.approx(rate)), 0)
+        return soak_with(rate, not any(rate == pytest.approx(m) for m in missed), ServerSummary(preemptions=n))
+
+    return run_soak
+
+
+def test_a_kv_edge_whose_held_soaks_preempted_is_soaked_below_before_it_is_stated():
+    above = (level(70.877, False, FULL),)
+    run = preempting({66.217: 36, STEP * 66.217: 17})
+    cert = certify(1, 66.217, 40.0, 90.0, numbered_servers(), run, levels=above)
+    rates = [round(s.rate, 3) for s in cert.soaks]
+    assert rates == [66.217, 66.217, 59.595, 53.636] and [s.edge for s in cert.soaks] == [False, False, True, True]
+    assert [s.server for s in cert.soaks] == [0, 1, 2, 3]  # each soak below the edge on a fresh server
+    assert cert.held_rate == 66.217 and cert.servers == 2 and cert.kv_edge.soaked
+    assert cert.certified_rate == pytest.approx(STEP * STEP * 66.217)
+    assert "certified 53.636 req/s (90-s soaks held on 2 fresh servers; stated below the 66.217 req/s that held" in (
+        cert.line()
+    )
+    assert ("its held soaks preempted too (36 and 36 preemptions), so the rates below were soaked: 59.595 req/s held "
+            "with 17 preemptions, then 53.636 req/s held without a preemption") in cert.line()  # fmt: skip
+    assert Certification.from_dict(json.loads(json.dumps(cert.to_dict()))) == cert
+    # the held soaks kept their cache: the step is stated without a soak, as before
+    quiet = certify(1, 66.217, 40.0, 90.0, numbered_servers(), preempting({}), levels=above)
+    assert len(quiet.soaks) == 2 and quiet.certified_rate == pytest.approx(STEP * 66.217)
+
+
+def test_soaks_below_the_edge_stop_after_edge_soaks_and_the_stated_rate_then_says_it_was_not_soaked():
+    above = (level(70.877, False, FULL),)
+    run = preempting({66.217: 36, STEP * 66.217: 17, STEP * STEP * 66.217: 5})
+    cert = certify(1, 66.217, 40.0, 90.0, numbered_servers(), run, levels=above)
+    assert sum(s.edge for s in cert.soaks) == EDGE_SOAKS and not cert.kv_edge.soaked
+    assert cert.certified_rate == pytest.approx(STEP**3 * 66.217)
+    assert "and so did the soaks below: 59.595 req/s held with 17 preemptions, then 53.636 req/s held with 5" in (
+        cert.line()
+    )
+    assert cert.line().endswith("a step below the last, was not soaked itself; the search's estimate 66.217)")
+
+
+def test_a_miss_below_the_edge_steps_again_and_leaves_the_held_rate_as_it_was():
+    above = (level(70.877, False, FULL),)
+    run = preempting({66.217: 36}, missed=(STEP * 66.217,))
+    cert = certify(1, 66.217, 40.0, 90.0, numbered_servers(), run, levels=above)
+    assert [s.holds for s in cert.soaks] == [True, True, False, True]
+    assert cert.held_rate == 66.217 and cert.certified_rate == pytest.approx(STEP * STEP * 66.217)
+    assert "59.595 req/s missed without a preemption, then 53.636 req/s held without a preemption" in cert.line()
+
+
+def test_below_the_floor_the_floor_itself_is_soaked_once():
+    edge = KvEdge(66.217, 70.877, LEVEL, 5, 1.0, (36,))
+    assert next_edge_rate(edge, 40.0) == pytest.approx(STEP * 66.217)
+    assert next_edge_rate(edge, 62.0) == 62.0  # a step would pass the floor
+    at_floor = replace(edge, below=(EdgeSoak(62.0, True, 3),))
+    assert next_edge_rate(at_floor, 62.0) is None and at_floor.stated_req_s == pytest.approx(STEP * 62.0)
+    assert next_edge_rate(replace(edge, held_preemptions=(0, 0)), 40.0) is None  # the held soaks kept their cache
+    assert next_edge_rate(None, 40.0) is None
+
+
+def test_a_cut_certification_goes_on_below_the_edge_where_it_stopped():
+    above = (level(70.877, False, FULL),)
+    run = preempting({66.217: 36, STEP * 66.217: 17})
+    whole = certify(1, 66.217, 40.0, 90.0, numbered_servers(), run, levels=above)
+    cut = whole.soaks[:3]
+    resumed = certify(1, 66.217, 40.0, 90.0, numbered_servers(), run, prior=cut, levels=above)
+    assert [round(s.rate, 3) for s in resumed.soaks] == [66.217, 66.217, 59.595, 53.636]
+    assert resumed.soaks[-1].edge and resumed.soaks[-1].server == 3
+    assert resumed.certified_rate == whole.certified_rate
+    old = {k: v for k, v in whole.kv_edge.to_dict().items() if k != "below"}  # stored before soaks below the edge
+    assert KvEdge.from_dict(old).below == () and not Soak.from_dict({**whole.soaks[2].to_dict(), "edge": None}).edge

@@ -12,7 +12,8 @@ the certified rate is not far below what holds either. A soak that missed while 
 share of the host's cores is held once more at its rate. The rate that certifies is then held once more on
 another fresh server; where that misses, the stepping goes on below it (tuner.certify.confirming: the rules,
 SERVERS). The stated rate is the held one, or a step below it where the lowest miss above ran out of KV cache
-(kv_edge) or the soaks left too little room under an SLO's limit (margin).
+(kv_edge) or the soaks left too little room under an SLO's limit (margin). Where the soaks that held ran out of KV
+cache too, the rate below such an edge is soaked before it is stated (kv_edge.next_edge_rate).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.certify.confirming import eligible_rates, next_step, servers_holding, soak_again
-from tuner.certify.kv_edge import KvEdge, kv_edge
+from tuner.certify.kv_edge import KvEdge, kv_edge, next_edge_rate
 from tuner.certify.margin import Step, ThinMargin, stated_step, thin_margin
-from tuner.certify.soak_record import Soak
+from tuner.certify.soak_record import Soak, stepping
 from tuner.trial.level import Level
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ class Certification:
     @property
     def certified_soak(self) -> Soak | None:
         """The first soak that held the held rate."""
-        return next((s for s in self.soaks if s.holds and s.rate == self.held_rate), None)
+        return next((s for s in stepping(self.soaks) if s.holds and s.rate == self.held_rate), None)
 
     def line(self) -> str:
         if self.certified_rate is None:
@@ -91,7 +92,7 @@ class Certification:
         )
 
     def _why_none(self) -> str:
-        held = sorted({s.rate for s in self.soaks if s.holds})
+        held = sorted({s.rate for s in stepping(self.soaks) if s.holds})
         if not held:
             return f"no soak held down to {self.soaks[-1].rate:.3f} req/s"
         rates = ", ".join(f"{r:.3f}" for r in held)
@@ -148,7 +149,7 @@ def certify(
     from launch.errors import LaunchFailure
 
     soaks = list(prior)
-    rate, index = _start(prior, floor, estimate if first is None else first)
+    rate, index, edge = _start(prior, floor, estimate if first is None else first, levels)
     if prior:
         went = f"{rate:.3f} req/s next" if rate is not None else "nothing left to soak"
         progress(f"certifying trial {trial}: going on from {len(prior)} soak(s) of an interrupted certification "
@@ -163,16 +164,20 @@ def certify(
                 if fresh:  # after a miss (it may have left this server worse), or to confirm a held rate
                     servers.close()
                     server, index = servers.enter_context(serve()), index + 1
-                progress(f"certifying trial {trial}: soak at {rate:.3f} req/s for {soak_s:.0f} s")
-                soaks.append(replace(run_soak(server.url, rate), server=index))
+                below = " below the KV-bound edge" if edge else ""
+                progress(f"certifying trial {trial}: soak{below} at {rate:.3f} req/s for {soak_s:.0f} s")
+                soaks.append(replace(run_soak(server.url, rate), server=index, edge=edge))
                 keep(tuple(soaks))
                 progress(soaks[-1].line())
                 if soak_again(soaks):
                     progress(f"certifying trial {trial}: other processes shared the host; the same rate again")
                     fresh = False
                 else:
-                    rate, fresh = next_step(soaks, floor)
-                    if rate is not None and fresh and soaks[-1].holds:
+                    rate, fresh, edge = _next(soaks, floor, levels)
+                    if rate is not None and edge:
+                        progress(f"certifying trial {trial}: {rate:.3f} req/s on a fresh server, below a KV-bound "
+                                 "edge whose held soaks preempted")  # fmt: skip
+                    elif rate is not None and fresh and soaks[-1].holds:
                         progress(f"certifying trial {trial}: {rate:.3f} req/s once more, on another fresh server")
     except LaunchFailure as exc:
         failed = Certification(trial, estimate, soak_s, tuple(soaks), fail_reason=f"{exc.reason}: {exc.detail}")
@@ -180,9 +185,27 @@ def certify(
     return Certification(trial, estimate, soak_s, tuple(soaks)).with_step(levels, slos)
 
 
-def _start(prior: tuple[Soak, ...], floor: float, first: float) -> tuple[float | None, int]:
-    """The first soak's rate (None: the prior soaks finished the certification) and its server's index: after
-    an interruption the server is a new one, so a rate that is confirmed there counts as another server's."""
+def _next(soaks: Sequence[Soak], floor: float, levels: Sequence[Level]) -> tuple[float | None, bool, bool]:
+    """The next soak's rate (None: done), whether it needs a fresh server, and whether it is below a KV-bound edge:
+    stepping, bisecting and confirming first (tuner.certify.confirming); then, where the soaks that held the held
+    rate preempted below a KV-bound edge, the rate below it (kv_edge.next_edge_rate), on a fresh server each."""
+    steps = stepping(soaks)
+    if len(steps) == len(soaks):
+        rate, fresh = next_step(steps, floor)
+        if rate is not None:
+            return rate, fresh, False
+    held = max(eligible_rates(steps), default=None)
+    below = next_edge_rate(kv_edge(held, soaks, levels), floor)
+    return below, True, below is not None
+
+
+def _start(
+    prior: tuple[Soak, ...], floor: float, first: float, levels: Sequence[Level]
+) -> tuple[float | None, int, bool]:
+    """The first soak's rate (None: the prior soaks finished the certification), its server's index (after an
+    interruption the server is a new one, so a rate that is confirmed there counts as another server's), and
+    whether it is below a KV-bound edge."""
     if not prior:
-        return first, 0
-    return next_step(prior, floor)[0], max(s.server for s in prior) + 1
+        return first, 0, False
+    rate, _fresh, edge = _next(prior, floor, levels)
+    return rate, max(s.server for s in prior) + 1, edge

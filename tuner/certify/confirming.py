@@ -3,13 +3,16 @@
 A certified rate must hold on ``SERVERS`` fresh servers: on the 2-core CPU one configuration's fresh servers
 differ by more than the step between a held and a missed soak, and a rate held once at the edge missed on the
 next two servers (docs/certification.md). A soak that misses disqualifies its rate and every rate above it,
-unless the same server then held that rate (the retry after a shared host: ``soak_again``).
+unless the same server then held that rate (the retry after a shared host: ``soak_again``). Soaks below a KV-bound
+edge (``Soak.edge``, tuner.certify.kv_edge) are not stepping: these rules leave them out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from tuner.certify.soak_record import stepping
 
 if TYPE_CHECKING:
     from tuner.certify.certification import Soak
@@ -22,6 +25,7 @@ RECONFIRMS = 1  # after a confirmation missed, this many more soaks may confirm 
 
 def uncleared_misses(soaks: Sequence[Soak]) -> list[float]:
     """The rates of missed soaks that no later soak on the same server held at the same rate."""
+    soaks = stepping(soaks)
     return [
         s.rate
         for i, s in enumerate(soaks)
@@ -32,16 +36,18 @@ def uncleared_misses(soaks: Sequence[Soak]) -> list[float]:
 def eligible_rates(soaks: Sequence[Soak]) -> list[float]:
     """Held rates below every uncleared miss: the rates a certificate may state."""
     misses = uncleared_misses(soaks)
-    return [s.rate for s in soaks if s.holds and all(m > s.rate for m in misses)]
+    return [s.rate for s in stepping(soaks) if s.holds and all(m > s.rate for m in misses)]
 
 
 def servers_holding(soaks: Sequence[Soak], rate: float) -> int:
     """How many servers held a soak at ``rate`` or above (one that holds more holds less)."""
+    soaks = stepping(soaks)
     return len({s.server for s in soaks if s.holds and s.rate >= rate})
 
 
 def missed_confirmations(soaks: Sequence[Soak]) -> int:
     """Misses at a rate that another server had already held: confirmations that failed."""
+    soaks = stepping(soaks)
     return sum(
         1
         for i, s in enumerate(soaks)
@@ -62,7 +68,7 @@ def soak_again(soaks: Sequence[Soak]) -> bool:
     last = soaks[-1]
     shared = last.host is not None and last.host.notable
     first_at_rate = not any(s.rate == last.rate and s.server == last.server for s in soaks[:-1])
-    return not last.holds and shared and first_at_rate and len(soaks) < MAX_SOAKS
+    return not last.edge and not last.holds and shared and first_at_rate and len(soaks) < MAX_SOAKS
 
 
 def next_step(soaks: Sequence[Soak], floor: float) -> tuple[float | None, bool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,12 @@ class Soak:
     sustained_req_s: float = 0.0  # the rate it kept up with while arrivals lasted (loadtest.metrics; 0.0: unknown)
     lifetimes: float | None = None  # its arrivals' span in mean request lifetimes (None: none ended, or stored before)
     lifetime_s: float | None = None  # the mean request lifetime, send to end
+    edge: bool = False  # soaked below a KV-bound edge whose held soaks preempted (tuner.certify.kv_edge), not stepping
+
+    @property
+    def preempted(self) -> bool:
+        """vLLM preempted a request during the soak (its KV cache ran out at least once)."""
+        return bool(self.report.server.preemptions)
 
     @property
     def unjudged(self) -> bool:
@@ -58,7 +65,9 @@ class Soak:
         if not self.holds and (split := self.report.server.ttft_split()) is not None:
             verdict += f"; {split}"
         shared = f"; {self.host.phrase()}" if self.host is not None and self.host.notable else ""
-        return f"soak at {self.rate:.3f} req/s for {self.seconds:.0f} s: {verdict} ({vals or 'no SLO value'}){shared}"
+        below = " below the KV-bound edge" if self.edge else ""
+        head = f"soak{below} at {self.rate:.3f} req/s for {self.seconds:.0f} s"
+        return f"{head}: {verdict} ({vals or 'no SLO value'}){shared}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +85,7 @@ class Soak:
             "sustained_req_s": self.sustained_req_s,
             "lifetimes": self.lifetimes,
             "lifetime_s": self.lifetime_s,
+            "edge": self.edge,
         }
 
     @classmethod
@@ -98,7 +108,13 @@ class Soak:
             d.get("sustained_req_s", 0.0),
             d.get("lifetimes"),  # files before 2026-12-05
             d.get("lifetime_s"),
+            bool(d.get("edge", False)),  # files before 2026-12-06, night: no soak below a KV edge
         )
+
+
+def stepping(soaks: Sequence[Soak]) -> list[Soak]:
+    """The soaks that stepped down, bisected and confirmed: all but those below a KV-bound edge."""
+    return [s for s in soaks if not s.edge]
 
 
 def soak_of(rate: float, rep: LoadReport, slos: tuple[SLO, ...]) -> Soak:

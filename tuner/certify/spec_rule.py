@@ -20,6 +20,7 @@ from typing import Any
 from launch.config import ServeConfig, speculation_on
 from loadtest.server_metrics import ServerSummary
 from tuner.certify.certification import Certification
+from tuner.certify.certified import rate_to_beat
 from tuner.certify.summary import Summary
 from tuner.trial.result import TrialResult, TrialState
 
@@ -31,11 +32,8 @@ def twin_of(config: ServeConfig) -> ServeConfig:
 
 def twin_first_rate(best: Certification | None, twin: TrialResult) -> float | None:
     """Where the twin's first soak runs: the speculating best's certified rate when that is above the twin's
-    own estimate, else None (its estimate). A soak that holds at its estimate never looks higher, so two
-    configurations certified at their estimates would be compared on the search's noise; a twin that holds
-    the rate to beat ties, and a tie keeps the configuration without speculation."""
-    rate = best.certified_rate if best is not None else None
-    return rate if rate is not None and rate > (twin.best_rate or 0.0) else None
+    own estimate (tuner.certify.certified.rate_to_beat); a tie keeps the configuration without speculation."""
+    return rate_to_beat(best, twin)
 
 
 def speculates(trial: TrialResult | None) -> bool:
