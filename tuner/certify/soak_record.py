@@ -37,11 +37,6 @@ class Soak:
     edge: bool = False  # soaked below a KV-bound edge whose held soaks preempted (tuner.certify.kv_edge), not stepping
 
     @property
-    def preempted(self) -> bool:
-        """vLLM preempted a request during the soak (its KV cache ran out at least once)."""
-        return bool(self.report.server.preemptions)
-
-    @property
     def unjudged(self) -> bool:
         """Missed on its window alone: every SLO and growth check passed, but its arrivals lasted fewer than
         MIN_LIFETIMES request lifetimes (loadtest.steady), so nothing shows it would have held."""
