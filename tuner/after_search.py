@@ -11,11 +11,11 @@ import functools
 
 from launch.config import ServeConfig
 from tuner.certify.certification import Certification, KeepSoaks, Soak
-from tuner.certify.certified import certify_study, config_levels, floor_rate, stored
+from tuner.certify.certified import certify_study, config_levels, floor_rate, rate_to_beat, stored
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
 from tuner.certify.soak import certify_config, window_hint
-from tuner.certify.spec_rule import find_twin, speculates, twin_first_rate, twin_of
+from tuner.certify.spec_rule import find_twin, speculates, twin_of
 from tuner.certify.summary import Summary
 from tuner.report.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.report.sample_answer import sample_answer
@@ -83,7 +83,7 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
     summary = r.outputs.write(r.study)
     twin = _speculation_twin(r, summary, device)
     if twin is not None:  # the rule compares like with like: the twin is certified too, from the rate to beat
-        first = twin_first_rate(stored(r.study).get(summary.best.number) if summary.best else None, twin)
+        first = rate_to_beat(stored(r.study).get(summary.best.number) if summary.best else None, twin)
         if first is not None:
             r.progress.say(f"trial {twin.number} (no speculation) soaks first at {first:.3f} req/s, the rate to beat")
         rates = {twin.number: first} if first is not None else {}

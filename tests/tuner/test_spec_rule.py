@@ -13,8 +13,9 @@ from loadtest.dist import Dist
 from loadtest.server_metrics import ServerSummary
 from loadtest.summary import ReportSummary
 from tuner.certify.certification import Certification, Soak
+from tuner.certify.certified import rate_to_beat
 from tuner.certify.headline import headline
-from tuner.certify.spec_rule import apply_rule, find_twin, twin_first_rate, twin_of
+from tuner.certify.spec_rule import apply_rule, find_twin, twin_of
 from tuner.certify.spec_rule import verdict as judge_speculation
 from tuner.report.outputs import summarize, write_outputs
 from tuner.report.report_html import write_report
@@ -74,9 +75,9 @@ def test_the_verdict_says_which_window_its_acceptance_was_counted_in() -> None:
 def test_a_twin_that_holds_the_rate_to_beat_ties_and_speculation_is_dropped() -> None:
     # both soaks held at their search estimates (1.012 vs 0.961): the twin's first soak runs at 1.012
     results = [trial(0, ServeConfig(model="/m"), 0.7, base=True), trial(1, NGRAM, 1.012, 0.1), trial(2, PLAIN, 0.961)]
-    assert twin_first_rate(cert(1, 1.012, 0.09), results[2]) == 1.012
-    assert twin_first_rate(cert(1, 0.9, 0.09), results[2]) is None  # below the twin's own estimate: from there
-    assert twin_first_rate(None, results[2]) is None
+    assert rate_to_beat(cert(1, 1.012, 0.09), results[2]) == 1.012
+    assert rate_to_beat(cert(1, 0.9, 0.09), results[2]) is None  # below the twin's own estimate: from there
+    assert rate_to_beat(None, results[2]) is None
     certs = {1: cert(1, 1.012, 0.09), 2: cert(2, 1.012), 0: cert(0, 0.7)}
     summary, judged = apply_rule(summarize(results), results, certs)
     assert judged is not None and not judged.kept and summary.best.number == 2

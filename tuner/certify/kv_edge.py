@@ -134,7 +134,6 @@ class KvEdge:
             "kv_cache_usage_peak": self.kv_peak,
             "held_preemptions": list(self.held_preemptions),
             "below": [t.to_dict() for t in self.below],
-            "soaked": self.soaked,
         }
 
     @classmethod

@@ -20,7 +20,6 @@ from typing import Any
 from launch.config import ServeConfig, speculation_on
 from loadtest.server_metrics import ServerSummary
 from tuner.certify.certification import Certification
-from tuner.certify.certified import rate_to_beat
 from tuner.certify.summary import Summary
 from tuner.trial.result import TrialResult, TrialState
 
@@ -28,12 +27,6 @@ from tuner.trial.result import TrialResult, TrialState
 def twin_of(config: ServeConfig) -> ServeConfig:
     """The same configuration with speculative decoding off."""
     return replace(config, speculative_method=None, num_speculative_tokens=None, speculative_model=None)
-
-
-def twin_first_rate(best: Certification | None, twin: TrialResult) -> float | None:
-    """Where the twin's first soak runs: the speculating best's certified rate when that is above the twin's
-    own estimate (tuner.certify.certified.rate_to_beat); a tie keeps the configuration without speculation."""
-    return rate_to_beat(best, twin)
 
 
 def speculates(trial: TrialResult | None) -> bool:
