@@ -30,7 +30,8 @@ def reopen(study_dir: Path, trial: int) -> str:
     cut[str(trial)] = {"soak_s": cert["soak_s"], "soaks": cert["soaks"]}
     study.set_user_attr(PARTIAL_ATTR, cut)
     study.set_user_attr(STUDY_ATTR, [c for c in certs if c["trial"] != trial])
-    return f"trial {trial}: {len(cert['soaks'])} soaks of {cert['soak_s']:g} s reopened (it had stated {cert.get('certified_rate_req_s')})"
+    stated = cert.get("certified_rate_req_s")
+    return f"trial {trial}: {len(cert['soaks'])} soaks of {cert['soak_s']:g} s reopened (it had stated {stated})"
 
 
 if __name__ == "__main__":
