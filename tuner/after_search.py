@@ -11,10 +11,11 @@ import functools
 
 from launch.config import ServeConfig
 from tuner.certify.certification import Certification, KeepSoaks, Soak
-from tuner.certify.certified import certify_study, config_levels, floor_rate, rate_to_beat, stored
+from tuner.certify.certified import certify_study, config_levels, floor_rate, keep_gain_check, rate_to_beat, stored
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
-from tuner.certify.soak import certify_config, window_hint
+from tuner.certify.gain_check import GainCheck, pending
+from tuner.certify.soak import certify_config, fresh_server, run_soak, window_hint
 from tuner.certify.spec_rule import find_twin, speculates, twin_of
 from tuner.certify.summary import Summary
 from tuner.report.sample_answer import STUDY_ATTR as SAMPLE_ATTR
@@ -89,7 +90,38 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
         rates = {twin.number: first} if first is not None else {}
         certify_study(r.study, summary, soak_s, certify_one, whom, also=(twin,), first=rates)
         summary = r.outputs.write(r.study)
-    return summary
+    return soak_beside(r, summary, device)
+
+
+def soak_beside(r: TuneRun, summary: Summary, device: str | None) -> Summary:
+    """Where the best certified above vLLM's defaults: the best soaks once more on a fresh server, right after the
+    defaults' certification, at the highest rate they missed, with that soak's load (tuner.certify.gain_check)."""
+    from launch.errors import LaunchFailure
+
+    best, base, certs = summary.best, summary.baseline, stored(r.study)
+    if best is None or base is None or best.number == base.number:
+        return summary
+    cert, base_cert = certs.get(best.number), certs.get(base.number)
+    where = pending(cert, base_cert)
+    if cert is None or base_cert is None or where is None:
+        return summary
+    say = functools.partial(r.progress.say, trial=f"certify {best.number}")
+    say(f"the gain, soaked beside vLLM's defaults: {where.rate_req_s:.3f} req/s, the highest rate they missed at or "
+        f"below the best's {cert.certified_rate:.3f}, with that soak's load, on a fresh server")  # fmt: skip
+    full = r.tctx.uncut()
+    config = pinned(best.config, best.readback, r.inp.spec, r.inp.gpu.is_cpu)
+    try:
+        with (
+            full.rules.placed(best.config.gpus, device) as at,
+            fresh_server(config, full, f"beside-{best.number:03d}", say, at) as server,
+        ):
+            soak = run_soak(server.url, config, full, where.rate_req_s, cert.soak_s, where.attempt)
+    except LaunchFailure as exc:
+        say(f"the soak beside vLLM's defaults did not run ({exc.reason}: {exc.detail}); the gain stays unchecked")
+        return summary
+    say(soak.line())
+    keep_gain_check(r.study, best.number, GainCheck(base.number, base_cert.certified_rate or 0.0, soak))
+    return r.outputs.write(r.study)
 
 
 def _speculation_twin(r: TuneRun, summary: Summary, device: str | None) -> TrialResult | None:

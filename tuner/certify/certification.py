@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.certify.confirming import eligible_rates, next_step, servers_holding, soak_again
+from tuner.certify.gain_check import GainCheck
 from tuner.certify.kv_edge import KvEdge, kv_edge, next_edge_rate
 from tuner.certify.margin import Step, ThinMargin, stated_step, thin_margin
 from tuner.certify.soak_record import Soak, stepping
@@ -53,6 +54,7 @@ class Certification:
     fail_reason: str | None = None  # the server could not start
     kv_edge: KvEdge | None = None  # the held rate's edge is the KV cache: a step below it is stated (kv_edge)
     thin_margin: ThinMargin | None = None  # no KV edge, but the soaks came too near a limit: a step below (margin)
+    gain_check: GainCheck | None = None  # the best's soak beside the defaults' miss (tuner.certify.gain_check)
 
     @property
     def held_rate(self) -> float | None:
@@ -109,6 +111,7 @@ class Certification:
             "fail_reason": self.fail_reason,
             "kv_edge": self.kv_edge.to_dict() if self.kv_edge is not None else None,
             "thin_margin": self.thin_margin.to_dict() if self.thin_margin is not None else None,
+            "gain_check": self.gain_check.to_dict() if self.gain_check is not None else None,
         }
 
     @classmethod
@@ -116,7 +119,8 @@ class Certification:
         soaks = tuple(Soak.from_dict(s) for s in d["soaks"])
         edge = KvEdge.from_dict(d["kv_edge"]) if d.get("kv_edge") else None  # None in files before 2026-12-06
         thin = ThinMargin.from_dict(d["thin_margin"]) if d.get("thin_margin") else None  # None in files before the rule
-        return cls(d["trial"], d["estimate_req_s"], d["soak_s"], soaks, d.get("fail_reason"), edge, thin)
+        check = GainCheck.from_dict(d["gain_check"]) if d.get("gain_check") else None  # None before the check
+        return cls(d["trial"], d["estimate_req_s"], d["soak_s"], soaks, d.get("fail_reason"), edge, thin, check)
 
     def with_step(self, levels: Iterable[Level], slos: Iterable[SLO] = ()) -> Certification:
         """This certification, a step lower where the lowest miss above its held rate ran out of KV cache, or

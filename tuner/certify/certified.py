@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 from tuner.certify.certification import Certification, KeepSoaks, Soak
 from tuner.certify.confirming import SERVERS, eligible_rates, servers_holding
+from tuner.certify.gain_check import GainCheck
 from tuner.certify.summary import Summary
 from tuner.trial.level import Level
 from tuner.trial.result import TrialResult
@@ -128,6 +130,13 @@ def certify_study(
         study.set_user_attr(STUDY_ATTR, [c.to_dict() for c in have.values()])
         _keep_interrupted(study, trial.number, soak_s, None)
     return have
+
+
+def keep_gain_check(study: AttrStore, trial: int, check: GainCheck) -> None:
+    """Store the best's soak beside the defaults with its certification (tuner.certify.gain_check)."""
+    have = stored(study)
+    have[trial] = replace(have[trial], gain_check=check)
+    study.set_user_attr(STUDY_ATTR, [c.to_dict() for c in have.values()])
 
 
 def interrupted(study: AttrStore, trial: int, soak_s: float) -> tuple[Soak, ...]:

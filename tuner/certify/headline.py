@@ -18,6 +18,7 @@ from tuner.certify.certification import Certification
 from tuner.certify.certified import config_levels
 from tuner.certify.confirm import Confirmation
 from tuner.certify.edge import MissAbove, lowest_miss_above
+from tuner.certify.gain_check import GainVerdict, verdict
 from tuner.certify.kv_edge import KvEdge
 from tuner.certify.margin import Step, ThinMargin, stated_step
 from tuner.certify.summary import Summary
@@ -57,6 +58,12 @@ class Headline:
     miss_above: MissAbove | None = None  # the lowest rate above the stated one that missed (tuner.certify.edge)
     kv_edge: KvEdge | None = None  # a step below the held rate is stated: its edge is the KV cache (kv_edge)
     thin_margin: ThinMargin | None = None  # a step below the held rate is stated: its soaks' margin was thin
+    beside: GainVerdict | None = None  # a certified gain: what its soak beside the defaults showed (gain_check)
+
+    @property
+    def gain_shown(self) -> bool | None:
+        """A certified gain, shown beside the defaults (None: no certified gain, or not checked yet)."""
+        return self.beside.shown if self.beside is not None else None
 
     @property
     def step(self) -> Step | None:
@@ -114,7 +121,7 @@ class Headline:
         per_gpu = " per GPU" if self.gpus else ""
         text = f"{self.gain * 100:+.0f}%{per_gpu} over vLLM's defaults ({BASIS_TEXT[self.basis]}"
         if self.basis == CERTIFIED:
-            text += f": {self.certified_req_s:.3f} vs {self.baseline_certified_req_s:.3f} req/s"
+            text += f": {self.certified_req_s:.3f} vs {self.baseline_certified_req_s:.3f} req/s{self._beside()}"
         if self.single_measurement:
             text += "; a single measurement of one side"
         if (under := self._certified_under_defaults_estimate()) is not None:
@@ -125,6 +132,9 @@ class Headline:
         if self.gpus:
             text += f"; {self.gpus[0]} GPUs against {self.gpus[1]}"
         return text + ")"
+
+    def _beside(self) -> str:
+        return f"; {self.beside.phrase()}" if self.beside is not None else ""
 
     def _certified_under_defaults_estimate(self) -> tuple[float, float] | None:
         """(certified, defaults' estimate), per GPU where the layouts differ, when a search-basis gain's certified
@@ -166,6 +176,8 @@ class Headline:
             "lowest_miss_above": self.miss_above.to_dict() if self.miss_above is not None else None,
             "kv_edge": self.kv_edge.to_dict() if self.kv_edge is not None else None,
             "thin_margin": self.thin_margin.to_dict() if self.thin_margin is not None else None,
+            "gain_check": self.beside.check.to_dict() if self.beside and self.beside.check else None,
+            "gain_shown": self.gain_shown,
             "line": self.line(),
         }
 
@@ -217,7 +229,8 @@ def _headline(
     if best.is_baseline:
         return stated
     if cert and base_cert and cert.certified_rate and base_cert.certified_rate:
-        return replace(stated, gain=cert.certified_rate / base_cert.certified_rate - 1, basis=CERTIFIED)
+        gain = cert.certified_rate / base_cert.certified_rate - 1
+        return replace(stated, gain=gain, basis=CERTIFIED, beside=verdict(cert, base_cert))
     if confirmation is not None and confirmation.rival_is_baseline and confirmation.gain_on_means is not None:
         return replace(stated, gain=confirmation.gain_on_means, basis=CONFIRMED)
     if summary.gain_over_baseline is not None:

@@ -12,6 +12,7 @@ from loadtest.host_cpu import HostCpu
 from loadtest.redact import without_password
 from loadtest.summary import ReportSummary
 from tuner.certify.edge import MissAbove
+from tuner.certify.gain_check import GainCheck
 from tuner.certify.kv_edge import KvEdge
 from tuner.certify.margin import Step, ThinMargin, stated_step
 from tuner.document.reader import DocumentError, Fields
@@ -158,6 +159,8 @@ class StatedHeadline:
     lowest_miss_above: MissAbove | None = None  # tuner.certify.edge; None: nothing above missed, or written before
     kv_edge: KvEdge | None = None  # tuner.certify.kv_edge; None: the held rate is stated, or written before 2026-12-06
     thin_margin: ThinMargin | None = None  # tuner.certify.margin; None: no such step, or written before the rule
+    gain_check: GainCheck | None = None  # tuner.certify.gain_check; None: no soak beside the defaults (yet)
+    gain_shown: bool | None = None  # a certified gain shown beside the defaults; None: not checked, or no such gain
 
     @property
     def step(self) -> Step | None:
@@ -190,11 +193,17 @@ class StatedHeadline:
             else None,
             kv_edge=_kv_edge(f.opt_obj("kv_edge")),
             thin_margin=_thin_margin(f.opt_obj("thin_margin")),
+            gain_check=_gain_check(f.opt_obj("gain_check")),
+            gain_shown=f.opt_flag("gain_shown"),
         )
 
 
 def _kv_edge(f: Fields | None) -> KvEdge | None:
     return f.record(KvEdge.from_dict) if f is not None else None  # one reader: the record's own
+
+
+def _gain_check(f: Fields | None) -> GainCheck | None:
+    return f.record(GainCheck.from_dict) if f is not None else None  # one reader: the record's own
 
 
 def _thin_margin(f: Fields | None) -> ThinMargin | None:
