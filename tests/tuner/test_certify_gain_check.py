@@ -55,9 +55,9 @@ def test_a_check_is_kept_with_the_best_certification_and_set_against_the_default
     ("check", "shown", "says"),
     [
         (GainCheck(0, 8.748, soak(10.8, True)), True,
-         "beside them: the best held 10.800 req/s on a fresh server right after the defaults missed it"),
+         "beside them: the best held 10.800 req/s again, on a fresh server after the defaults missed it there"),
         (GainCheck(0, 8.748, soak(10.8, False)), False,
-         "but beside them the best missed 10.800 req/s too, on a fresh server right after the defaults missed it "
+         "but beside them the best missed 10.800 req/s too, on a fresh server after the defaults missed it there "
          "(last half missed ttft_p95 2,400 ms): that it beats them is not shown"),
         (None, None, "+23% over vLLM's defaults (both certified by soaks on fresh servers: 10.800 vs 8.748 req/s; "
          "not yet soaked beside them)"),

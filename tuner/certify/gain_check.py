@@ -54,10 +54,10 @@ class GainCheck:
     def phrase(self) -> str:
         rate = f"{self.soak.rate:.3f} req/s"
         if self.holds:
-            return f"beside them: the best held {rate} on a fresh server right after the defaults missed it"
+            return f"beside them: the best held {rate} again, on a fresh server after the defaults missed it there"
         why = "; ".join(self.soak.reasons) or "missed"
         return (
-            f"but beside them the best missed {rate} too, on a fresh server right after the defaults missed it "
+            f"but beside them the best missed {rate} too, on a fresh server after the defaults missed it there "
             f"({why}): that it beats them is not shown (the host may have slowed since the best certified)"
         )
 
