@@ -42,13 +42,14 @@ class GainCheck:
     def holds(self) -> bool:
         return self.soak.holds
 
-    def applies_to(self, baseline: Certification | None) -> bool:
-        """It was set against this certification of the defaults (a later one needs its own check)."""
+    def applies_to(self, baseline: Certification | None, where: Beside) -> bool:
+        """It was set against this certification of the defaults, at ``where`` (a later one needs its own check)."""
         return (
             baseline is not None
             and baseline.trial == self.baseline_trial
             and baseline.certified_rate is not None
-            and abs(baseline.certified_rate - self.against_req_s) <= RATE_TOLERANCE * max(1.0, self.against_req_s)
+            and _same(baseline.certified_rate, self.against_req_s)
+            and _same(where.rate_req_s, self.soak.rate)
         )
 
     def phrase(self) -> str:
@@ -75,6 +76,10 @@ class GainCheck:
         return cls(int(d["baseline_trial"]), float(d["against_req_s"]), Soak.from_dict(d["soak"]))
 
 
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= RATE_TOLERANCE * max(1.0, abs(b))
+
+
 def claimed(best: Certification | None, baseline: Certification | None) -> bool:
     """Both certified, the best above the defaults: a certified gain is claimed."""
     b = best.certified_rate if best is not None else None
@@ -84,11 +89,12 @@ def claimed(best: Certification | None, baseline: Certification | None) -> bool:
 
 def beside(best: Certification | None, baseline: Certification | None) -> Beside | None:
     """Where the best soaks beside the defaults: the highest rate the defaults missed (judged, not a window too
-    short) above their certified rate and at or below the best's; None where no gain is claimed or none missed."""
+    short) at or below the best's certified rate and above every rate they held on any server; None where no gain
+    is claimed or no such miss is (``held_up_to``)."""
     if best is None or baseline is None or not claimed(best, baseline):
         return None
     top = (best.certified_rate or 0.0) * (1 + RATE_TOLERANCE)
-    low = baseline.certified_rate or 0.0
+    low = held_up_to(best, baseline) * (1 + RATE_TOLERANCE)
     misses = [
         Beside(s.rate, i)
         for i, s in enumerate(baseline.soaks)
@@ -97,10 +103,17 @@ def beside(best: Certification | None, baseline: Certification | None) -> Beside
     return max(misses, key=lambda m: m.rate_req_s, default=None)
 
 
+def held_up_to(best: Certification, baseline: Certification) -> float:
+    """The highest rate the defaults held on any fresh server, up to the best's certified rate: a rate they held
+    once and missed on another server does not show that the best beats them there."""
+    top = (best.certified_rate or 0.0) * (1 + RATE_TOLERANCE)
+    return max((s.rate for s in baseline.soaks if s.holds and s.rate <= top), default=baseline.certified_rate or 0.0)
+
+
 def pending(best: Certification | None, baseline: Certification | None) -> Beside | None:
     """The soak beside the defaults still to run: where one is due (``beside``) and no stored check applies."""
     where = beside(best, baseline)
-    if where is None or best is None or (best.gain_check is not None and best.gain_check.applies_to(baseline)):
+    if where is None or best is None or (best.gain_check is not None and best.gain_check.applies_to(baseline, where)):
         return None
     return where
 
@@ -130,9 +143,19 @@ def verdict(best: Certification, baseline: Certification) -> GainVerdict | None:
     """What shows the gain of ``best`` over ``baseline``, both certified (None: no gain claimed)."""
     if not claimed(best, baseline):
         return None
-    if best.gain_check is not None and best.gain_check.applies_to(baseline):
+    where = beside(best, baseline)
+    if where is None:
+        return GainVerdict(unshown=_unshown(best, baseline))
+    if best.gain_check is not None and best.gain_check.applies_to(baseline, where):
         return GainVerdict(check=best.gain_check)
-    if beside(best, baseline) is None:
-        why = f"but the defaults missed no rate at or below the best's {best.certified_rate:.3f} req/s"
-        return GainVerdict(unshown=f"{why}: that it beats them is not shown")
     return GainVerdict()
+
+
+def _unshown(best: Certification, baseline: Certification) -> str:
+    """Why a certified gain is not shown: the defaults missed no rate above what they held, up to the best's."""
+    held, rate = held_up_to(best, baseline), best.certified_rate or 0.0
+    if _same(held, rate):
+        why = f"but vLLM's defaults held the best's {rate:.3f} req/s on a fresh server too"
+    else:
+        why = f"but vLLM's defaults missed no rate between the {held:.3f} req/s they held and the best's {rate:.3f}"
+    return f"{why}: that it beats them is not shown"
