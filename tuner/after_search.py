@@ -63,6 +63,7 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
         return summary
     full = r.tctx.uncut()  # soaks are never cut short
     device = r.inp.settings.device_list()[0]
+    earlier = stored(r.study)  # certifications made by an earlier call (a soak beside them is not beside in time)
 
     def certify_one(t: TrialResult, first: float | None, prior: tuple[Soak, ...], keep: KeepSoaks) -> Certification:
         say = functools.partial(r.progress.say, trial=f"certify {t.number}")
@@ -90,12 +91,13 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
         rates = {twin.number: first} if first is not None else {}
         certify_study(r.study, summary, soak_s, certify_one, whom, also=(twin,), first=rates)
         summary = r.outputs.write(r.study)
-    return soak_beside(r, summary, device)
+    return soak_beside(r, summary, device, earlier)
 
 
-def soak_beside(r: TuneRun, summary: Summary, device: str | None) -> Summary:
+def soak_beside(r: TuneRun, summary: Summary, device: str | None, earlier: dict[int, Certification]) -> Summary:
     """Where the best certified above vLLM's defaults: the best soaks once more on a fresh server, right after the
-    defaults' certification, at the highest rate they missed, with that soak's load (tuner.certify.gain_check)."""
+    defaults' certification, at the highest rate they missed, with that soak's load (tuner.certify.gain_check);
+    ``earlier``: the certifications an earlier call made (the defaults' among them: the soak is not beside them)."""
     from launch.errors import LaunchFailure
 
     best, base, certs = summary.best, summary.baseline, stored(r.study)
@@ -120,7 +122,8 @@ def soak_beside(r: TuneRun, summary: Summary, device: str | None) -> Summary:
         say(f"the soak beside vLLM's defaults did not run ({exc.reason}: {exc.detail}); the gain stays unchecked")
         return summary
     say(soak.line())
-    keep_gain_check(r.study, best.number, GainCheck(base.number, base_cert.certified_rate or 0.0, soak))
+    same_call = earlier.get(base.number) != base_cert
+    keep_gain_check(r.study, best.number, GainCheck(base.number, base_cert.certified_rate or 0.0, soak, same_call))
     return r.outputs.write(r.study)
 
 

@@ -59,6 +59,9 @@ def test_a_check_is_kept_with_the_best_certification_and_set_against_the_default
         (GainCheck(0, 8.748, soak(10.8, False)), False,
          "but beside them the best missed 10.800 req/s too, on a fresh server after the defaults missed it there "
          "(last half missed ttft_p95 2,400 ms): that it beats them is not shown"),
+        (GainCheck(0, 8.748, soak(10.8, True), same_call=False), None,
+         "the best held 10.800 req/s again on a fresh server, but in a later tune call than the defaults' "
+         "certification: not checked beside them"),
         (None, None, "+23% over vLLM's defaults (both certified by soaks on fresh servers: 10.800 vs 8.748 req/s; "
          "not yet soaked beside them)"),
     ],
@@ -71,8 +74,12 @@ def test_the_headline_says_what_the_soak_beside_the_defaults_showed(check, shown
     doc = head.to_dict()
     assert doc["gain_shown"] is shown and doc["line"] == head.line()
     assert (doc["gain_check"] is None) == (check is None)
-    # kept in best.json's certification and read back alike
+    # kept in best.json's certification and read back alike; a check stored before 'same_call' was recorded is not
+    # known to be beside them
     assert Certification.from_dict(best.to_dict()) == best
+    if check is not None:
+        unrecorded = {k: v for k, v in check.to_dict().items() if k != "same_call"}
+        assert GainCheck.from_dict(unrecorded) == replace(check, same_call=False)
 
 
 def test_a_certified_gain_where_the_defaults_missed_nothing_up_to_the_best_rate_is_not_shown():

@@ -37,10 +37,14 @@ class GainCheck:
     baseline_trial: int
     against_req_s: float  # the defaults' certified rate when the check ran
     soak: Soak
+    same_call: bool = True  # run straight after the defaults' certification, in the tune call that made it
 
     @property
-    def holds(self) -> bool:
-        return self.soak.holds
+    def shown(self) -> bool | None:
+        """Held beside the defaults' certification: shown; missed: not; held in a later call: not checked beside."""
+        if not self.soak.holds:
+            return False
+        return True if self.same_call else None
 
     def applies_to(self, baseline: Certification | None, where: Beside) -> bool:
         """It was set against this certification of the defaults, at ``where`` (a later one needs its own check)."""
@@ -54,7 +58,12 @@ class GainCheck:
 
     def phrase(self) -> str:
         rate = f"{self.soak.rate:.3f} req/s"
-        if self.holds:
+        if self.soak.holds and not self.same_call:
+            return (
+                f"the best held {rate} again on a fresh server, but in a later tune call than the defaults' "
+                "certification: not checked beside them"
+            )
+        if self.soak.holds:
             return f"beside them: the best held {rate} again, on a fresh server after the defaults missed it there"
         why = "; ".join(self.soak.reasons) or "missed"
         return (
@@ -67,13 +76,15 @@ class GainCheck:
             "baseline_trial": self.baseline_trial,
             "against_req_s": self.against_req_s,
             "rate_req_s": self.soak.rate,
-            "holds": self.holds,
+            "holds": self.soak.holds,
+            "same_call": self.same_call,
             "soak": self.soak.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GainCheck:
-        return cls(int(d["baseline_trial"]), float(d["against_req_s"]), Soak.from_dict(d["soak"]))
+        same = bool(d.get("same_call", False))  # unrecorded: not known to be beside them
+        return cls(int(d["baseline_trial"]), float(d["against_req_s"]), Soak.from_dict(d["soak"]), same)
 
 
 def _same(a: float, b: float) -> bool:
@@ -131,7 +142,7 @@ class GainVerdict:
         """Shown where the best held beside the defaults' miss; None: not checked yet."""
         if self.unshown is not None:
             return False
-        return self.check.holds if self.check is not None else None
+        return self.check.shown if self.check is not None else None
 
     def phrase(self) -> str:
         if self.unshown is not None:
