@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The resumed study of ../cpu-gain-rate-to-beat-tiny-llama-2026-12-06 (its tiny/ copied here): both certifications are
+# kept, so tune runs only the soak beside the defaults (tuner.certify.gain_check). From a clean clone of CODE with a
+# .venv link to main's, under the CPU lock:
+#   flock /tmp/slotune-cpu.lock bash run-resume.sh CODE OUT
+set -u
+code=$1 out=$2
+cd "$code"
+py=/work/main/.venv/bin/python
+export VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_CI_ENV=1 HF_HUB_OFFLINE=1 PYTHONPATH=$code
+git log -1 --format='code %h %cd'
+date -u
+rest="max_model_len=1280,enable_chunked_prefill=true,enable_prefix_caching=false,speculative_method=off"
+$py -m tuner.cli --model /tmp/tiny-llama --gpu cpu --slo ttft_p95=2s --workload chat --soak-seconds 60 --trials 2 \
+  --try-first "max_num_seqs=512,max_num_batched_tokens=8192,$rest" --out "$out" --resume > "$out.resume.log" 2>&1
+echo "tune exit $?"; date -u
