@@ -108,8 +108,8 @@ def soak_beside(r: TuneRun, summary: Summary, device: str | None, earlier: dict[
     if cert is None or base_cert is None or where is None:
         return summary
     say = functools.partial(r.progress.say, trial=f"certify {best.number}")
-    say(f"the gain, soaked beside vLLM's defaults: {where.rate_req_s:.3f} req/s, the highest rate they missed at or "
-        f"below the best's {cert.certified_rate:.3f}, with that soak's load, on a fresh server")  # fmt: skip
+    say(f"the gain, soaked beside vLLM's defaults: {where.rate_req_s:.3f} req/s, the highest rate they missed above "
+        f"all they held, up to the best's {cert.certified_rate:.3f}; that soak's load, a fresh server")  # fmt: skip
     full = r.tctx.uncut()
     config = pinned(best.config, best.readback, r.inp.spec, r.inp.gpu.is_cpu)
     try:

