@@ -9,7 +9,6 @@ the gain. "soak due at R": the best would soak at R beside the defaults' miss th
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -18,20 +17,18 @@ sys.path.insert(0, str(ROOT))
 
 from tuner.certify.certification import Certification  # noqa: E402
 from tuner.certify.gain_check import beside, verdict  # noqa: E402
+from tuner.document.study import StudyDocument  # noqa: E402
 
 
-def certified_gain(doc: dict) -> tuple[Certification, Certification, float] | None:
+def certified_gain(doc: StudyDocument) -> tuple[Certification, Certification, float] | None:
     """(best's, defaults' certification, gain) where the headline states a certified gain above zero."""
-    head = doc.get("headline")
-    if not isinstance(head, dict) or head.get("gain_basis") != "certified":
+    head = doc.headline
+    if head is None or head.gain_basis != "certified" or (head.gain_over_baseline or 0) <= 0:
         return None
-    if (head.get("gain_over_baseline") or 0) <= 0:
-        return None
-    certs = [Certification.from_dict(c) for c in doc.get("certifications", [])]
-    best = next((c for c in certs if c.trial == head["best_trial"]), None)
-    want = head["baseline_certified_rate_req_s"]
-    base = next((c for c in certs if c.trial != head["best_trial"] and c.certified_rate == want), None)
-    return (best, base, head["gain_over_baseline"]) if best is not None and base is not None else None
+    best = next((c for c in doc.certifications if c.trial == head.best_trial), None)
+    want = head.baseline_certified_rate_req_s
+    base = next((c for c in doc.certifications if c.trial != head.best_trial and c.certified_rate == want), None)
+    return (best, base, head.gain_over_baseline or 0.0) if best is not None and base is not None else None
 
 
 def row(study: str, best: Certification, base: Certification, gain: float) -> str:
@@ -56,7 +53,7 @@ def main(results: Path) -> None:
     print("|---|---|---|---|---|---|")
     shown = due = 0
     for path in sorted(results.glob("**/best.json")):
-        found = certified_gain(json.loads(path.read_text()))
+        found = certified_gain(StudyDocument.from_json(path))
         if found is None:
             continue
         line = row(str(path.parent.relative_to(results)), *found)

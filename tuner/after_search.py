@@ -23,7 +23,7 @@ from tuner.report.sample_answer import sample_answer
 from tuner.search.space import params_of
 from tuner.search.study import finished, results_of, run_study
 from tuner.study_outputs import stored_runs
-from tuner.trial.kv_pin import kv_mismatch, pin_note, pinned
+from tuner.trial.kv_pin import kv_mismatch, pin_note
 from tuner.trial.result import TrialResult
 from tuner.trial.runner import run_trial
 from tuner.tune_setup import TuneRun
@@ -67,7 +67,7 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
 
     def certify_one(t: TrialResult, first: float | None, prior: tuple[Soak, ...], keep: KeepSoaks) -> Certification:
         say = functools.partial(r.progress.say, trial=f"certify {t.number}")
-        config = pinned(t.config, t.readback, r.inp.spec, r.inp.gpu.is_cpu)  # the trial's KV blocks, every start
+        config = r.outputs.deployed(t)  # the trial's KV blocks, every start
         if (note := pin_note(t.config, config, t.readback)) is not None:
             say(note)
         with full.rules.placed(t.config.gpus, device) as where:
@@ -111,7 +111,7 @@ def soak_beside(r: TuneRun, summary: Summary, device: str | None, earlier: dict[
     say(f"the gain, soaked beside vLLM's defaults: {where.rate_req_s:.3f} req/s, the highest rate they missed above "
         f"all they held, up to the best's {cert.certified_rate:.3f}; that soak's load, a fresh server")  # fmt: skip
     full = r.tctx.uncut()
-    config = pinned(best.config, best.readback, r.inp.spec, r.inp.gpu.is_cpu)
+    config = r.outputs.deployed(best)  # as launch.sh starts it: the trial's KV blocks pinned
     try:
         with (
             full.rules.placed(best.config.gpus, device) as at,

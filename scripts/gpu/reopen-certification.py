@@ -15,26 +15,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tuner.certify.certified import PARTIAL_ATTR, STUDY_ATTR  # noqa: E402
+from tuner.certify.certified import PARTIAL_ATTR, STUDY_ATTR, stored  # noqa: E402
 from tuner.search.study import open_study  # noqa: E402
 
 
 def reopen(study_dir: Path, trial: int) -> str:
     study = open_study(f"sqlite:///{study_dir.resolve() / 'study.db'}", resume=True, seed=0, must_exist=True)
-    certs = list(study.user_attrs.get(STUDY_ATTR, []))
-    mine = [c for c in certs if c["trial"] == trial]
-    if not mine:
-        raise SystemExit(f"reopen-certification: error: {study_dir} has no stored certification of trial {trial}")
-    cert = mine[-1]
+    certs = stored(study)
+    cert = certs.pop(trial, None)
+    if cert is None:
+        print(f"reopen-certification: error: {study_dir} has no stored certification of trial {trial}", file=sys.stderr)
+        raise SystemExit(2)
     cut = dict(study.user_attrs.get(PARTIAL_ATTR, {}))
-    cut[str(trial)] = {"soak_s": cert["soak_s"], "soaks": cert["soaks"]}
+    cut[str(trial)] = {"soak_s": cert.soak_s, "soaks": [s.to_dict() for s in cert.soaks]}
     study.set_user_attr(PARTIAL_ATTR, cut)
-    study.set_user_attr(STUDY_ATTR, [c for c in certs if c["trial"] != trial])
-    stated = cert.get("certified_rate_req_s")
-    return f"trial {trial}: {len(cert['soaks'])} soaks of {cert['soak_s']:g} s reopened (it had stated {stated})"
+    study.set_user_attr(STUDY_ATTR, [c.to_dict() for c in certs.values()])
+    return f"trial {trial}: {len(cert.soaks)} soaks of {cert.soak_s:g} s reopened (it had stated {cert.certified_rate})"
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or not sys.argv[2].isdigit():
-        raise SystemExit("usage: python scripts/gpu/reopen-certification.py STUDY_DIR TRIAL")
+        print("usage: python scripts/gpu/reopen-certification.py STUDY_DIR TRIAL", file=sys.stderr)
+        raise SystemExit(2)
     print(reopen(Path(sys.argv[1]), int(sys.argv[2])))

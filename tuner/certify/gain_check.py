@@ -76,8 +76,6 @@ class GainCheck:
         return {
             "baseline_trial": self.baseline_trial,
             "against_req_s": self.against_req_s,
-            "rate_req_s": self.soak.rate,
-            "holds": self.soak.holds,
             "same_call": self.same_call,
             "soak": self.soak.to_dict(),
         }
