@@ -14,6 +14,7 @@
 # rate: another configuration held at the very rates the study's winner was checked at. CROSSCHECK_KV_BYTES=N pins
 # its KV cache at N bytes (kv_cache_memory_bytes, as launch.sh pins a winner's), so that it keeps the grid's KV tokens.
 # CROSSCHECK_GMU=U serves it with gpu_memory_utilization U instead (the A30's memory emulated on another card).
+# CROSSCHECK_WORKLOAD=W: the benchmark's prompts from that workload (default chat: the studies these scripts made).
 # CROSSCHECK_STEPS="F:S F:S ...": several benchmark runs on the one server, back to back, each at F x the certified
 # rate for S seconds and waiting for its requests (e.g. "1.0:120 1.3:60 1.0:120": does an overload leave the server
 # slower?); CROSSCHECK_SEEDS="41 42 43" their prompt seeds. Each writes crosscheck-vllm-bench-<FACTOR>x-run<I>-<F>x.json.
@@ -95,7 +96,7 @@ done
 snap before
 bench() {  # RATE SECONDS SEED JSON: one run of vLLM's benchmark client
   timeout "$(( limit - $(el) - 10 ))" python3 bench/vllm_bench_check.py --url "$url" --model "$served" --tokenizer "$model" \
-    --workload chat --rate "$1" --seconds "$2" ${3:+--seed "$3"} --slo ttft_p95=2s,tpot_p95=60ms --json "$4" \
+    --workload "${CROSSCHECK_WORKLOAD:-chat}" --rate "$1" --seconds "$2" ${3:+--seed "$3"} --slo ttft_p95=2s,tpot_p95=60ms --json "$4" \
     > /tmp/xcheck/bench.log 2>&1
   log "bench exit code $?"
   tail -c 4000 /tmp/xcheck/bench.log | tee -a "$dest/crosscheck.log"

@@ -190,6 +190,25 @@ def test_an_interrupted_certification_goes_on_from_its_soaks_on_a_new_server():
     assert done == cert and server.started == ["start", "stop"]  # nothing left: no server started
 
 
+def test_a_reopened_certification_that_never_reached_the_rate_to_beat_soaks_there_first():
+    # the H200 longdoc study's defaults: held 1.189 once (2026-12-01, before the rate to beat), reopened; the best 1.941
+    prior = (replace(soak(1.189, True), server=0),)
+    tried, lines = [], []
+
+    def run_soak(url, rate):
+        tried.append((url, rate))
+        return soak(rate, holds=rate <= 1.6)
+
+    cert = certify(0, 1.189, 0.6, 150.0, numbered_servers(), run_soak, lines.append, first=1.941, prior=prior)
+    assert tried[0] == ("0", 1.941) and cert.soaks[1].server == 1  # the rate to beat first, on a new server
+    assert "going on from 1 soak(s)" in lines[0] and "1.941 req/s next" in lines[0]
+    assert tried[1][1] == pytest.approx((1.189 + 1.941) / 2)  # then bisected between the old held soak and the miss
+    tried.clear()
+    reached = (*prior, replace(soak(1.941, False), server=1))  # a prior soak at the rate to beat: gone on from it
+    certify(0, 1.189, 0.6, 150.0, numbered_servers(), run_soak, first=1.941, prior=reached)
+    assert tried[0][1] == pytest.approx((1.189 + 1.941) / 2)
+
+
 def test_a_short_lost_soak_steps_below_what_the_server_answered_while_arrivals_lasted():
     # run d's first soak: 71.812 req/s lost after 18 s with 50.1 req/s completed over it (the seconds before the
     # first answer included); stepping from that cost two bisections. The rate kept up with is the step's base.

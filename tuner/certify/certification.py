@@ -147,13 +147,14 @@ def certify(
     """Soak a fresh server (``serve()``) at ``estimate``; step down by STEP while a soak misses, to no lower
     than ``floor`` (tuner.certify.certified.floor_rate) and at most MAX_SOAKS times. ``first``: the first
     soak's rate where it is not the estimate (a speculating winner's twin starts at the rate it must beat).
-    ``prior``: the soaks of an interrupted certification, gone on from on a fresh server; ``keep`` is given the
+    ``prior``: the soaks of an interrupted certification, gone on from on a fresh server (from ``first`` where none
+    reached it); ``keep`` is given the
     soaks after each one, so that an interruption loses at most the soak it cut. ``levels`` and ``slos`` decide a
     step below the held rate (``Certification.with_step``)."""
     from launch.errors import LaunchFailure
 
     soaks = list(prior)
-    rate, index, edge = _start(prior, floor, estimate if first is None else first, levels)
+    rate, index, edge = _start(prior, floor, estimate, first, levels)
     if prior:
         went = f"{rate:.3f} req/s next" if rate is not None else "nothing left to soak"
         progress(f"certifying trial {trial}: going on from {len(prior)} soak(s) of an interrupted certification "
@@ -204,12 +205,16 @@ def _next(soaks: Sequence[Soak], floor: float, levels: Sequence[Level]) -> tuple
 
 
 def _start(
-    prior: tuple[Soak, ...], floor: float, first: float, levels: Sequence[Level]
+    prior: tuple[Soak, ...], floor: float, estimate: float, first: float | None, levels: Sequence[Level]
 ) -> tuple[float | None, int, bool]:
     """The first soak's rate (None: the prior soaks finished the certification), its server's index (after an
     interruption the server is a new one, so a rate that is confirmed there counts as another server's), and
-    whether it is below a KV-bound edge."""
+    whether it is below a KV-bound edge. A rate to beat (``first``) that no prior soak reached is soaked first: a
+    certification reopened from before that rule (scripts/gpu/reopen-certification.py) is judged at it too."""
     if not prior:
-        return first, 0, False
+        return estimate if first is None else first, 0, False
+    index = max(s.server for s in prior) + 1
+    if first is not None and not any(s.rate >= first * (1 - 1e-9) for s in stepping(prior)):
+        return first, index, False
     rate, _fresh, edge = _next(prior, floor, levels)
-    return rate, max(s.server for s in prior) + 1, edge
+    return rate, index, edge
