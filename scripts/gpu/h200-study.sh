@@ -14,6 +14,7 @@
 #      the rounds are kept in study.db, so calls of CONFIRM=1 (one round fits a call) add up in best.json.
 #      Keep DEVICES the same across such calls: the rounds swap GPUs themselves, going on from the stored
 #      rounds (changing DEVICES as well undoes the swap; best.json records each measurement's GPU).
+# STUDY_OUT=DIR: the study's folder instead (a copy prepared for one job, e.g. a reopened certification).
 # SOAK=S: certifying soaks of S seconds (tune --soak-seconds; default tune's, 180 on a GPU; 0: none).
 # CERTIFY=all|best|baseline: whom they certify (tune --certify). TRIALS no more than the study's finished
 #      trials certifies without searching further; certifications are kept in study.db, so CERTIFY=best then
@@ -30,6 +31,7 @@ workload="${WORKLOAD:-chat}"
 out="results/h200-llama-3-8b-$target"
 [ "$workload" = chat ] || out+="-$workload"
 name="${out#results/h200-llama-3-8b-}"  # the target, with the workload when not chat: names this call's files
+if [ -n "${STUDY_OUT:-}" ]; then out="$STUDY_OUT" name="$(basename "$STUDY_OUT")"; fi
 args=(--model "$model" --load-format dummy --workload "$workload" --slo "ttft_p95=2s,tpot_p95=60ms"
       --trials "$trials" --out "$out" --time-budget "$budget" --level-seconds 8)
 [ -f "$out/study.db" ] && args+=(--resume)
