@@ -14,6 +14,8 @@
 # rate: another configuration held at the very rates the study's winner was checked at. CROSSCHECK_KV_BYTES=N pins
 # its KV cache at N bytes (kv_cache_memory_bytes, as launch.sh pins a winner's), so that it keeps the grid's KV tokens.
 # CROSSCHECK_GMU=U serves it with gpu_memory_utilization U instead (the A30's memory emulated on another card).
+# CROSSCHECK_SIDE=baseline: serve vLLM's defaults of best.json (as launched, with their KV pin where they have one) at
+# the same rates, to set them beside the winner under one client.
 # CROSSCHECK_WORKLOAD=W: the benchmark's prompts from that workload (default chat: the studies these scripts made).
 # CROSSCHECK_STEPS="F:S F:S ...": several benchmark runs on the one server, back to back, each at F x the certified
 # rate for S seconds and waiting for its requests (e.g. "1.0:120 1.3:60 1.0:120": does an overload leave the server
@@ -28,6 +30,7 @@ fi
 T0=$(date +%s)
 el() { echo $(( $(date +%s) - T0 )); }
 mkdir -p "$dest"
+rm -f /tmp/xcheck/trial
 log() { echo "[crosscheck $(el)s $(date -u +%H:%M:%SZ)] $*" | tee -a "$dest/crosscheck.log"; }
 source scripts/gpu/h200-env.sh
 port=8011
@@ -51,13 +54,16 @@ if point:  # a grid row's launched configuration, as the grid measured it
     if os.environ.get("CROSSCHECK_KV_BYTES"):
         deployed = {"kv_cache_memory_bytes": int(os.environ["CROSSCHECK_KV_BYTES"])}
     print(f"serving {point}'s point {row['point']}, not the study's winner", file=sys.stderr)
-else:
-    cfg = ServeConfig.from_dict(best["best"]["launched"] or best["best"]["config"])
-    deployed = best["best"].get("deployed") or {}
+else:  # CROSSCHECK_SIDE=baseline: vLLM's defaults as the study launched them, at the same rates
+    side = best[os.environ.get("CROSSCHECK_SIDE") or "best"]
+    cfg = ServeConfig.from_dict(side["launched"] or side["config"])
+    deployed = side.get("deployed") or {}
 if deployed.get("kv_cache_memory_bytes"):  # launch.sh's pin (tuner.trial.kv_pin): the trial's KV blocks
     cfg = ServeConfig.from_dict({**cfg.to_dict(), "kv_cache_memory_bytes": deployed["kv_cache_memory_bytes"]})
 argv, env = build_command(cfg, probe_vllm(sys.executable), host="127.0.0.1", port=port)
 out.mkdir(parents=True, exist_ok=True)
+if not point:
+    (out / "trial").write_text(f"{side['trial']}\n")
 (out / "argv").write_text("\0".join(argv) + "\0")
 (out / "env").write_text("".join(f"{k}={v}\0" for k, v in env.items()))
 (out / "rate").write_text(f"{round(factor * rate, 3)}\n")
@@ -67,7 +73,7 @@ PY
 mapfile -d '' argv < /tmp/xcheck/argv
 mapfile -d '' envs < /tmp/xcheck/env
 rate=$(cat /tmp/xcheck/rate) served=$(cat /tmp/xcheck/served)
-log "${CROSSCHECK_POINT:+the point of $CROSSCHECK_POINT, at the rates of the study; }trial $(python3 -c "import json; print(json.load(open('$dir/best.json'))['best']['trial'])"), certified $(cat /tmp/xcheck/certified) req/s; $factor x = $rate req/s for $secs s"
+log "${CROSSCHECK_POINT:+the point of $CROSSCHECK_POINT, at the rates of the study; }trial $(cat /tmp/xcheck/trial 2>/dev/null || echo '-')${CROSSCHECK_SIDE:+ ($CROSSCHECK_SIDE)}, certified $(cat /tmp/xcheck/certified) req/s; $factor x = $rate req/s for $secs s"
 log "server: ${envs[*]} ${argv[*]}"
 env "${envs[@]}" setsid "${argv[@]}" > /tmp/xcheck/server.log 2>&1 &
 spid=$!
