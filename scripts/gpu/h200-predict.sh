@@ -3,9 +3,9 @@
 # weights (--load-format dummy), `chat`, ttft_p95=2s,tpot_p95=60ms: the model, workload and SLO of the committed
 # study results/h200-llama-3-8b-a30/ and grid results/grid-h200-llama-3-8b-a30/. Runs there from the repo root:
 #   bash scripts/gpu/h200-predict.sh TRIALS TIME_BUDGET_S HARD_LIMIT_S
-# vLLM comes over in parts (VLLM_PARTS, default 5: ../shared/gpu/build-stage's archive re-split into 32-MiB pieces so
+# vLLM comes over in parts (VLLM_PARTS, default 6: ../shared/gpu/build-stage's archive re-split into 25-MiB pieces so
 # that the working tree and one part stay under the 64 MiB a call carries), each carried in its own folder by one
-# call (.xs0/part00 … .xs4/part04, the last with this script's call; .xs2/gpu-cache.tgz optional): every part is
+# call (.xs0/part00 … .xs5/part05, the last with this script's call; .xs2/gpu-cache.tgz optional): every part is
 # copied to /tmp/stage, and once all are there they are unpacked (../shared/gpu/README.md).
 # The study lives in /tmp/keep-<its folder name> between calls on one machine (the working tree is sent again with each
 # call); a call on a fresh machine resumes from results/h200-llama-3-8b-a30-predict/study.db when that is there.
