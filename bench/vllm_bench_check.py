@@ -97,6 +97,9 @@ def run_bench(args: argparse.Namespace, dataset: Path, count: int, result_dir: P
         "--percentile-metrics", "ttft,tpot,e2el", "--metric-percentiles", "50,95,99",
         "--save-result", "--save-detailed", "--result-dir", str(result_dir), "--result-filename", "bench.json",
     ]  # fmt: skip
+    temperature = load_workload(args.workload).temperature
+    if temperature is not None:  # the workload's sampling, as slotune's own requests send it
+        argv += ["--temperature", str(temperature)]
     main(parser.parse_args(argv))
     return json.loads((result_dir / "bench.json").read_text())
 

@@ -40,6 +40,7 @@ def build_body(
     *,
     ignore_eos: bool,
     continuous_usage: bool = True,
+    temperature: float | None = None,
 ) -> bytes:
     """The JSON body of a streamed completions or chat-completions request."""
     body: dict[str, Any] = {"model": model, "stream": True, "stream_options": {"include_usage": True}}
@@ -55,6 +56,8 @@ def build_body(
         body["max_tokens"] = max_tokens
         if ignore_eos:
             body["ignore_eos"] = True
+    if temperature is not None:  # else the server's default sampling
+        body["temperature"] = temperature
     return json.dumps(body, separators=(",", ":")).encode()
 
 

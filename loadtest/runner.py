@@ -71,6 +71,7 @@ class _Run:
             p.output_tokens,
             ignore_eos=True,
             continuous_usage=self.continuous,
+            temperature=self.spec.workload.temperature,
         )
         return Prepared(i, body, p.input_tokens, p.output_tokens, warmup)
 

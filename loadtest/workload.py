@@ -8,6 +8,7 @@ YAML (``profiles/workloads/*.yaml``)::
     shared_prefix_fraction: 0.0   # share of each prompt identical across requests (prefix caching)
     system_prompt: null           # counted in input_tokens
     edit_instruction: null        # or text: each prompt is this instruction + an English passage to rewrite
+    temperature: null             # or a number in [0, 2]: sent with every request (null: the server's default, 1.0)
     dataset: null                 # or {path: FILE, format: jsonl|sharegpt}: replay its prompts
 
 Replay files can also be given directly: ``*.jsonl`` (one object a line with ``prompt`` or
@@ -37,6 +38,7 @@ _FIELDS = {
     "system_prompt",
     "edit_instruction",
     "dataset",
+    "temperature",
 }
 
 
@@ -68,6 +70,9 @@ class Workload:
     description: str = ""
     # prompts are this instruction + an English passage (loadtest.passages): answers copy from the prompt
     edit_instruction: str | None = None
+    # sampling temperature sent with every request; None leaves vLLM's default (1.0), at which a small model's
+    # "repeat this" answers stop copying (results/cpu-spec-smollm2-2026-12-07)
+    temperature: float | None = None
 
     @property
     def is_replay(self) -> bool:
@@ -162,7 +167,11 @@ def _from_yaml(path: Path) -> Workload:
     inp = parse_length(f"{path}: input_tokens", raw["input_tokens"], path.parent) if "input_tokens" in raw else None
     out = parse_length(f"{path}: output_tokens", raw["output_tokens"], path.parent) if "output_tokens" in raw else None
     description = str(raw.get("description", ""))
-    return Workload(str(name), inp, out, float(frac), system, entries, str(path), description, edit)
+    temp = raw.get("temperature")
+    if temp is not None and (isinstance(temp, bool) or not isinstance(temp, int | float) or not 0.0 <= temp <= 2.0):
+        raise WorkloadError(f"{path}: temperature: expected a number in [0, 2] or null, got {temp!r}")
+    temperature = None if temp is None else float(temp)
+    return Workload(str(name), inp, out, float(frac), system, entries, str(path), description, edit, temperature)
 
 
 def read_jsonl(path: Path) -> tuple[ReplayEntry, ...]:

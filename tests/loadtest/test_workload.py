@@ -41,7 +41,7 @@ def test_builtins_load_with_their_lengths() -> None:
 
 
 def test_unknown_name_lists_builtins() -> None:
-    with pytest.raises(WorkloadError, match="chat, code, edit, longdoc, summarize"):
+    with pytest.raises(WorkloadError, match="chat, code, edit, edit-greedy, longdoc, summarize"):
         load_workload("nope")
 
 
@@ -203,6 +203,23 @@ def test_edit_instruction_must_be_text(tmp_path) -> None:
     bad.write_text("input_tokens: 10\noutput_tokens: 10\nedit_instruction: 3\n")
     with pytest.raises(WorkloadError, match="edit_instruction"):
         load_workload(bad)
+
+
+def test_a_workload_may_fix_the_sampling_temperature_and_every_request_then_sends_it(tmp_path) -> None:
+    import json
+
+    from loadtest.client import build_body
+
+    greedy, default = load_workload("edit-greedy"), load_workload("edit")
+    assert greedy.temperature == 0.0 and default.temperature is None
+    assert greedy.edit_instruction == default.edit_instruction
+    sent = json.loads(build_body("m", "completions", "hi", None, 8, ignore_eos=True, temperature=greedy.temperature))
+    assert sent["temperature"] == 0.0
+    assert "temperature" not in json.loads(build_body("m", "completions", "hi", None, 8, ignore_eos=True))
+    for bad in ("-0.1", "2.5", "true", "hot"):
+        (tmp_path / "w.yaml").write_text(f"input_tokens: 10\noutput_tokens: 10\ntemperature: {bad}\n")
+        with pytest.raises(WorkloadError, match=r"temperature: expected a number in \[0, 2\]"):
+            load_workload(tmp_path / "w.yaml")
 
 
 def test_a_rate_window_sends_the_nominal_rate_and_keeps_the_gaps_shape() -> None:

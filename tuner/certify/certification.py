@@ -148,9 +148,8 @@ def certify(
     than ``floor`` (tuner.certify.certified.floor_rate) and at most MAX_SOAKS times. ``first``: the first
     soak's rate where it is not the estimate (a speculating winner's twin starts at the rate it must beat).
     ``prior``: the soaks of an interrupted certification, gone on from on a fresh server (from ``first`` where none
-    reached it); ``keep`` is given the
-    soaks after each one, so that an interruption loses at most the soak it cut. ``levels`` and ``slos`` decide a
-    step below the held rate (``Certification.with_step``)."""
+    reached it); ``keep`` is given the soaks after each one, so that an interruption loses at most the soak it cut.
+    ``levels`` and ``slos`` decide a step below the held rate (``Certification.with_step``)."""
     from launch.errors import LaunchFailure
 
     soaks = list(prior)
