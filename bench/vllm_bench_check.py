@@ -46,7 +46,7 @@ from loadtest.server_metrics import GaugeSample, parse_prometheus  # noqa: E402
 from loadtest.server_metrics import summarize as server_summary  # noqa: E402
 from loadtest.slo import SLO, parse_slos  # noqa: E402
 from loadtest.steady import judge, percentile_interval  # noqa: E402
-from loadtest.workload import load_workload  # noqa: E402
+from loadtest.workload import Workload, load_workload  # noqa: E402
 
 BENCH_METRICS = ("ttft", "tpot", "e2e")  # the SLO metrics a detailed result gives per request
 
@@ -68,9 +68,9 @@ def per_request(result: dict[str, Any], metric: str) -> list[float]:
     raise ValueError(f"no per-request {metric} in vLLM's detailed result")
 
 
-def write_dataset(path: Path, args: argparse.Namespace, count: int) -> None:
+def write_dataset(path: Path, args: argparse.Namespace, workload: Workload, count: int) -> None:
     factory = PromptFactory(
-        load_workload(args.workload),
+        workload,
         seed=args.seed,
         tokenizer=load_tokenizer(args.tokenizer),
         output_tokens=args.output_tokens,
@@ -82,7 +82,9 @@ def write_dataset(path: Path, args: argparse.Namespace, count: int) -> None:
             f.write(json.dumps({"prompt": p.prompt, "output_tokens": p.output_tokens}) + "\n")
 
 
-def run_bench(args: argparse.Namespace, dataset: Path, count: int, result_dir: Path) -> dict[str, Any]:
+def run_bench(
+    args: argparse.Namespace, workload: Workload, dataset: Path, count: int, result_dir: Path
+) -> dict[str, Any]:
     from vllm.benchmarks.serve import add_cli_args, main
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -97,9 +99,8 @@ def run_bench(args: argparse.Namespace, dataset: Path, count: int, result_dir: P
         "--percentile-metrics", "ttft,tpot,e2el", "--metric-percentiles", "50,95,99",
         "--save-result", "--save-detailed", "--result-dir", str(result_dir), "--result-filename", "bench.json",
     ]  # fmt: skip
-    temperature = load_workload(args.workload).temperature
-    if temperature is not None:  # the workload's sampling, as slotune's own requests send it
-        argv += ["--temperature", str(temperature)]
+    if workload.temperature is not None:  # the workload's sampling, as slotune's own requests send it
+        argv += ["--temperature", str(workload.temperature)]
     main(parser.parse_args(argv))
     return json.loads((result_dir / "bench.json").read_text())
 
@@ -214,18 +215,19 @@ def main() -> int:
     args = ap.parse_args()
     slos = parse_slos(args.slo)
     count = max(8, round(args.rate * args.seconds))
+    workload = load_workload(args.workload)
     with tempfile.TemporaryDirectory() as tmp:
         dataset = Path(tmp) / "prompts.jsonl"
-        write_dataset(dataset, args, count)
+        write_dataset(dataset, args, workload, count)
         before = read_metrics(args.url)
         meter = HostCpuMeter(server_and_client_reader(args.server_pid)) if args.server_pid else None
         if meter is not None:
             meter.start()
         with GaugePoller(args.url) as poller:
-            result = run_bench(args, dataset, count, Path(tmp))
+            result = run_bench(args, workload, dataset, count, Path(tmp))
         host = meter.stop() if meter is not None else None
         after = read_metrics(args.url)
-    view = server_view(before, after, load_workload(args.workload).shared_prefix_fraction, args.seed, poller.peaks)
+    view = server_view(before, after, workload.shared_prefix_fraction, args.seed, poller.peaks)
     summary = {"rate": args.rate, "seconds": args.seconds, "requests": count, **summarize(result, slos, poller.samples)}
     summary.update(view)
     summary["host"] = host.to_dict() if host is not None else None

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.certify.confirming import eligible_rates, next_step, servers_holding, soak_again
-from tuner.certify.gain_check import GainCheck
+from tuner.certify.gain_check import RATE_TOLERANCE, GainCheck
 from tuner.certify.kv_edge import KvEdge, kv_edge, next_edge_rate
 from tuner.certify.margin import Step, ThinMargin, stated_step, thin_margin
 from tuner.certify.soak_record import Soak, stepping
@@ -213,7 +213,7 @@ def _start(
     if not prior:
         return estimate if first is None else first, 0, False
     index = max(s.server for s in prior) + 1
-    if first is not None and not any(s.rate >= first * (1 - 1e-9) for s in stepping(prior)):
+    if first is not None and not any(s.rate >= first * (1 - RATE_TOLERANCE) for s in stepping(prior)):
         return first, index, False
     rate, _fresh, edge = _next(prior, floor, levels)
     return rate, index, edge
