@@ -26,9 +26,9 @@ from tuner.budget.calibration_points import parse_log  # noqa: E402
 from tuner.synthetic import write_model  # noqa: E402
 
 
-def run_case(case: str, out: Path, port: int, deadline: float) -> dict:
-    shape, _, flags = case.partition(":")
-    args = []
+def case_flags(flags: str) -> tuple[list[str], dict]:
+    """A case's flags: vLLM arguments, and config.json overrides (cfg.KEY=JSON)."""
+    args: list[str] = []
     overrides = {}
     for item in filter(None, flags.split(",")):
         key, _, value = item.partition("=")
@@ -36,27 +36,15 @@ def run_case(case: str, out: Path, port: int, deadline: float) -> dict:
             overrides[key[4:]] = json.loads(value)
         else:
             args += [f"--{key}", value] if value else [f"--{key}"]
-    model = write_model(Path("/tmp/calib-models") / shape, shape, weights=False, **overrides)
-    log_path = out / f"{shape}-{port}.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        str(model),
-        "--load-format",
-        "dummy",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        *args,
-    ]
+    return args, overrides
+
+
+def serve_until_healthy(cmd: list[str], log_path: Path, port: int, deadline: float) -> bool:
+    """Start vLLM, wait until /health answers (or it exits, or the deadline), then stop it: did it come up?"""
     env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", VLLM_DO_NOT_TRACK="1")
-    t0 = time.time()
+    up = False
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        up = False
         while time.time() < deadline:
             if proc.poll() is not None:
                 break
@@ -75,6 +63,30 @@ def run_case(case: str, out: Path, port: int, deadline: float) -> dict:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+    return up
+
+
+def run_case(case: str, out: Path, port: int, deadline: float) -> dict:
+    shape, _, flags = case.partition(":")
+    args, overrides = case_flags(flags)
+    model = write_model(Path("/tmp/calib-models") / shape, shape, weights=False, **overrides)
+    log_path = out / f"{shape}-{port}.log"
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--load-format",
+        "dummy",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *args,
+    ]
+    t0 = time.time()
+    up = serve_until_healthy(cmd, log_path, port, deadline)
     text = log_path.read_text(errors="replace")
     result = {
         "case": case,

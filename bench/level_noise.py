@@ -20,10 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from launch.config import ServeConfig  # noqa: E402
 from loadtest.runner import run_load  # noqa: E402
 from loadtest.spec import LoadSpec  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
 from tuner.settings.tune_settings import resolve  # noqa: E402
+from tuner.trial.context import TrialContext  # noqa: E402
 from tuner.tune_setup import base_config, trial_context  # noqa: E402
 
 
@@ -36,7 +38,7 @@ def spread(values: list[float]) -> str:
     )
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
     ap.add_argument("--gpu", default="cpu")
@@ -46,23 +48,13 @@ def main() -> int:
     ap.add_argument("--sizes", default="18,64", help="requests per level, comma-separated")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--vllm-python", default=sys.executable)
-    args = ap.parse_args()
-    sizes = [int(x) for x in args.sizes.split(",")]
-    out = Path(tempfile.mkdtemp(prefix="level-noise-"))
-    settings = resolve(
-        {},
-        {
-            "model": args.model,
-            "gpu": args.gpu,
-            "slo": args.slo,
-            "workload": args.workload,
-            "out": str(out),
-            "vllm_python": args.vllm_python,
-        },
-    )
-    inp = load_inputs(settings)
-    ctx = trial_context(inp, out / "logs")
-    config = base_config(inp)
+    return ap
+
+
+def levels_on_one_server(
+    args: argparse.Namespace, sizes: list[int], ctx: TrialContext, config: ServeConfig
+) -> dict[int, list[tuple[float | None, float | None, bool]]]:
+    """ROUNDS levels of each size, the sizes' order alternating, on one server: each level's p95s and SLO."""
     from launch.server import start_server
 
     got: dict[int, list[tuple[float | None, float | None, bool]]] = {n: [] for n in sizes}
@@ -100,6 +92,28 @@ def main() -> int:
                     f"p95 TPOT {tpot or 0:.0f} ms, SLO {'met' if rep.slo_met else 'missed'}",
                     flush=True,
                 )
+    return got
+
+
+def main() -> int:
+    args = build_parser().parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    out = Path(tempfile.mkdtemp(prefix="level-noise-"))
+    settings = resolve(
+        {},
+        {
+            "model": args.model,
+            "gpu": args.gpu,
+            "slo": args.slo,
+            "workload": args.workload,
+            "out": str(out),
+            "vllm_python": args.vllm_python,
+        },
+    )
+    inp = load_inputs(settings)
+    ctx = trial_context(inp, out / "logs")
+    config = base_config(inp)
+    got = levels_on_one_server(args, sizes, ctx, config)
     print(
         f"workload {inp.workload.name}, SLO {settings.slo}, GPU profile {inp.gpu.name}, vLLM {inp.vllm.version}, "
         f"rate {args.rate} req/s, {args.rounds} levels per size on one server"

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import grid_remeasure  # noqa: E402
+from grid_points import measure_grid  # noqa: E402
 
 from tuner.errors import UsageError  # noqa: E402
 from tuner.inputs import load_inputs  # noqa: E402
@@ -146,6 +147,66 @@ def tune_settings(args: argparse.Namespace) -> TuneSettings:
     )
 
 
+def search_progress(results: list, measure: str, grid_best: float) -> tuple[float, int | None]:
+    """The search's best after its last trial, and after how many trials it first reached 95 % of the grid's best,
+    as tune judges it: a configuration measured more than once counts with its mean (tuner.certify.summary)."""
+    running, reached = 0.0, None
+    for k in range(len(results)):
+        so_far = summarize(results[: k + 1])
+        running = (
+            so_far.best_capacity if measure == "capacity" else statistics.fmean(so_far.best_goodputs or (0,))
+        ) or 0.0
+        if reached is None and grid_best > 0 and running >= 0.95 * grid_best:
+            reached = k + 1
+    return running, reached
+
+
+def print_comparison(inp, study_dir: Path, results: list, measure: str, grid_best: float, n_points: int) -> None:
+    running, reached = search_progress(results, measure, grid_best)
+    summary = summarize(results)
+    best = summary.best
+    print(f"workload {inp.workload.name}, SLO {inp.settings.slo}, GPU profile {inp.gpu.name}, vLLM {inp.vllm.version}")
+    print(f"grid: {n_points} points, best {measure} {grid_best:.3f} req/s")
+    print(
+        f"search ({study_dir}): {len(results)} trials, best {measure} {running:.3f} req/s = "
+        f"{(running / grid_best * 100 if grid_best else 0):.0f}% of the grid's best; "
+        + (f"95% reached after {reached} trials" if reached else f"95% not reached in {len(results)} trials")
+    )
+    if summary.gain_over_baseline is not None and best is not None:
+        print(
+            f"gain over vLLM defaults: {summary.gain_over_baseline * 100:+.0f}% ({summary.baseline_note}; "
+            f"best: trial {best.number}'s configuration, {summary.best_capacity_text()})"
+        )
+    else:
+        print("gain over vLLM defaults: n/a (no baseline that met the SLO)")
+
+
+def remeasure_contenders(args, base, ctx, done: dict, measure: str, best, out: Path, t0: float, took: list) -> int:
+    """--remeasure: the grid's best point, vLLM's defaults and the search's best again on fresh servers."""
+    grid_point = max(done.values(), key=lambda r: r[f"{measure}_req_s"])["point"]
+    contenders = {"grid best " + json.dumps(grid_point): replace(base, **grid_point), "vLLM defaults": base}
+    if best is not None and not best.is_baseline:
+        contenders[f"search best (trial {best.number})"] = best.config
+    if args.remeasure_search_first:
+        contenders = dict(reversed(contenders.items()))
+    left = (lambda: args.time_budget - (time.monotonic() - t0)) if args.time_budget else None
+    try:
+        got = grid_remeasure.remeasure(
+            contenders,
+            args.remeasure,
+            lambda k, c, say: run_trial(k, c, False, ctx, say),
+            out / "remeasure.jsonl",
+            left,
+            took,
+        )
+    except grid_remeasure.BudgetSpent as e:
+        print(f"time budget of {args.time_budget:.0f} s nearly spent: {e}; run again to continue", flush=True)
+        return 3
+    for line in grid_remeasure.summary_lines(got):
+        print(line, flush=True)
+    return 0
+
+
 def main() -> int:
     args = build_parser().parse_args()
     out = Path(args.out)
@@ -161,42 +222,11 @@ def main() -> int:
     base = base_config(inp)
     ctx = trial_context(inp, out / "grid-logs")
     grid = parse_grid(args.grid)
-    done = {}
-    path = out / "grid.jsonl"
-    if path.exists():
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            done[json.dumps(row["point"], sort_keys=True)] = row
     points = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
     t0, took = time.monotonic(), []
-    for i, point in enumerate(points):
-        key = json.dumps(point, sort_keys=True)
-        if key in done:
-            continue
-        if args.time_budget and took and time.monotonic() - t0 + statistics.median(took) > args.time_budget:
-            print(
-                f"time budget of {args.time_budget:.0f} s nearly spent: {len(done)}/{len(points)} grid points "
-                "measured; run again to continue",
-                flush=True,
-            )
-            return 3
-        started = time.monotonic()
-        res = run_trial(
-            1000 + i, replace(base, **point), False, ctx, lambda m, i=i: print(f"[grid {i}] {m}", flush=True)
-        )
-        took.append(time.monotonic() - started)
-        row = {
-            "point": point,
-            "state": res.state,
-            "goodput_req_s": res.goodput_req_s,
-            "capacity_req_s": res.capacity_req_s,
-            "slo_met": res.slo_met,
-            "fail_reason": res.fail_reason,
-            "result": res.to_dict(),  # every level, so perfmodel can replay the point (TrialResult.from_dict)
-        }
-        done[key] = row
-        with path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+    done = measure_grid(args, base, ctx, points, out / "grid.jsonl", t0, took)
+    if done is None:
+        return 3
     measure = "capacity" if all("capacity_req_s" in r for r in done.values()) else "goodput"
     grid_best = max((r[f"{measure}_req_s"] for r in done.values()), default=0.0)
 
@@ -210,32 +240,7 @@ def main() -> int:
 
     study = optuna.load_study(study_name="slotune", storage=f"sqlite:///{study_dir.resolve()}/study.db")
     results = sorted(results_of(study), key=lambda r: r.number)
-    # the search's best after each trial as tune judges it: a configuration measured more than once
-    # counts with its mean (tuner.certify.summary.summarize)
-    running, reached = 0.0, None
-    for k in range(len(results)):
-        so_far = summarize(results[: k + 1])
-        running = (
-            so_far.best_capacity if measure == "capacity" else statistics.fmean(so_far.best_goodputs or (0,))
-        ) or 0.0
-        if reached is None and grid_best > 0 and running >= 0.95 * grid_best:
-            reached = k + 1
-    summary = summarize(results)
-    best = summary.best
-    print(f"workload {inp.workload.name}, SLO {settings.slo}, GPU profile {inp.gpu.name}, vLLM {inp.vllm.version}")
-    print(f"grid: {len(points)} points, best {measure} {grid_best:.3f} req/s")
-    print(
-        f"search ({study_dir}): {len(results)} trials, best {measure} {running:.3f} req/s = "
-        f"{(running / grid_best * 100 if grid_best else 0):.0f}% of the grid's best; "
-        + (f"95% reached after {reached} trials" if reached else f"95% not reached in {len(results)} trials")
-    )
-    if summary.gain_over_baseline is not None and best is not None:
-        print(
-            f"gain over vLLM defaults: {summary.gain_over_baseline * 100:+.0f}% ({summary.baseline_note}; "
-            f"best: trial {best.number}'s configuration, {summary.best_capacity_text()})"
-        )
-    else:
-        print("gain over vLLM defaults: n/a (no baseline that met the SLO)")
+    print_comparison(inp, study_dir, results, measure, grid_best, len(points))
     if args.search_from is None and len(results) < args.trials:
         print(
             f"search unfinished: {len(results)}/{args.trials} trials (figures above are interim); "
@@ -244,27 +249,7 @@ def main() -> int:
         )
         return 3
     if args.remeasure:
-        grid_point = max(done.values(), key=lambda r: r[f"{measure}_req_s"])["point"]
-        contenders = {"grid best " + json.dumps(grid_point): replace(base, **grid_point), "vLLM defaults": base}
-        if best is not None and not best.is_baseline:
-            contenders[f"search best (trial {best.number})"] = best.config
-        if args.remeasure_search_first:
-            contenders = dict(reversed(contenders.items()))
-        left = (lambda: args.time_budget - (time.monotonic() - t0)) if args.time_budget else None
-        try:
-            got = grid_remeasure.remeasure(
-                contenders,
-                args.remeasure,
-                lambda k, c, say: run_trial(k, c, False, ctx, say),
-                out / "remeasure.jsonl",
-                left,
-                took,
-            )
-        except grid_remeasure.BudgetSpent as e:
-            print(f"time budget of {args.time_budget:.0f} s nearly spent: {e}; run again to continue", flush=True)
-            return 3
-        for line in grid_remeasure.summary_lines(got):
-            print(line, flush=True)
+        return remeasure_contenders(args, base, ctx, done, measure, summarize(results).best, out, t0, took)
     return 0
 
 

@@ -62,16 +62,9 @@ class Server:
         ttft = [0.0, 0]  # engine-side TTFT: the first token's step end less the engine's arrival
         last_end: float | None = None
         while level.left:
-            if not eng.busy:  # idle: wait for the next request to reach the engine (refused ones never do)
-                while not self._visible and level.sends and not level.lost:
-                    self._front_in(level, level.sends[0][0])
-                if level.lost:
-                    self._cancel(level)
+            if not eng.busy:
+                if not self._idle_until_next(level):
                     break
-                if not self._visible:
-                    break
-                self.now = max(self.now, self._visible[0][0])
-                self._to_engine(level)
                 continue
             step = eng.step()
             if step is None:  # requests that can never be scheduled (cannot happen within the budget)
@@ -113,6 +106,20 @@ class Server:
             engine_itl_ms=1e3 * itl[0] / itl[1] if itl[1] else None,
             engine_ttft_ms=1e3 * ttft[0] / ttft[1] if ttft[1] else None,
         )
+
+    def _idle_until_next(self, level: _Level) -> bool:
+        """The engine is idle: move the clock to the next request that reaches it (refused ones never do) and hand
+        it over; False when none will (the level is over, or abandoned)."""
+        while not self._visible and level.sends and not level.lost:
+            self._front_in(level, level.sends[0][0])
+        if level.lost:
+            self._cancel(level)
+            return False
+        if not self._visible:
+            return False
+        self.now = max(self.now, self._visible[0][0])
+        self._to_engine(level)
+        return True
 
     def _level(self, load: OpenLoad | ClosedLoad, abandon_on: tuple[SLO, ...] | None) -> _Level:
         """A level's send schedule from now (an open load's arrivals, or a closed load's first wave); with
