@@ -8,6 +8,7 @@ import json
 import statistics
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from launch.config import ServeConfig
@@ -42,9 +43,7 @@ def measure_grid(
             )
             return None
         started = time.monotonic()
-        res = run_trial(
-            1000 + i, replace(base, **point), False, ctx, lambda m, i=i: print(f"[grid {i}] {m}", flush=True)
-        )
+        res = run_trial(1000 + i, replace(base, **point), False, ctx, partial(_say, f"[grid {i}]"))
         took.append(time.monotonic() - started)
         row = {
             "point": point,
@@ -59,3 +58,7 @@ def measure_grid(
         with path.open("a") as f:
             f.write(json.dumps(row) + "\n")
     return done
+
+
+def _say(prefix: str, message: str) -> None:
+    print(f"{prefix} {message}", flush=True)

@@ -37,12 +37,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import grid_remeasure  # noqa: E402
 from grid_points import measure_grid  # noqa: E402
 
+from launch.config import ServeConfig  # noqa: E402
+from tuner.certify.summary import Summary  # noqa: E402
 from tuner.errors import UsageError  # noqa: E402
-from tuner.inputs import load_inputs  # noqa: E402
+from tuner.inputs import Inputs, load_inputs  # noqa: E402
 from tuner.pipeline import tune  # noqa: E402
 from tuner.report.outputs import summarize  # noqa: E402
 from tuner.search.study import results_of  # noqa: E402
 from tuner.settings.tune_settings import TuneSettings, resolve  # noqa: E402
+from tuner.trial.context import TrialContext  # noqa: E402
+from tuner.trial.result import TrialResult  # noqa: E402
 from tuner.trial.runner import run_trial  # noqa: E402
 from tuner.tune_setup import base_config, trial_context  # noqa: E402
 
@@ -161,9 +165,10 @@ def search_progress(results: list, measure: str, grid_best: float) -> tuple[floa
     return running, reached
 
 
-def print_comparison(inp, study_dir: Path, results: list, measure: str, grid_best: float, n_points: int) -> None:
+def print_comparison(
+    inp: Inputs, study_dir: Path, results: list, summary: Summary, measure: str, grid_best: float, n_points: int
+) -> None:
     running, reached = search_progress(results, measure, grid_best)
-    summary = summarize(results)
     best = summary.best
     print(f"workload {inp.workload.name}, SLO {inp.settings.slo}, GPU profile {inp.gpu.name}, vLLM {inp.vllm.version}")
     print(f"grid: {n_points} points, best {measure} {grid_best:.3f} req/s")
@@ -181,7 +186,17 @@ def print_comparison(inp, study_dir: Path, results: list, measure: str, grid_bes
         print("gain over vLLM defaults: n/a (no baseline that met the SLO)")
 
 
-def remeasure_contenders(args, base, ctx, done: dict, measure: str, best, out: Path, t0: float, took: list) -> int:
+def remeasure_contenders(
+    args: argparse.Namespace,
+    base: ServeConfig,
+    ctx: TrialContext,
+    done: dict,
+    measure: str,
+    best: TrialResult | None,
+    out: Path,
+    t0: float,
+    took: list[float],
+) -> int:
     """--remeasure: the grid's best point, vLLM's defaults and the search's best again on fresh servers."""
     grid_point = max(done.values(), key=lambda r: r[f"{measure}_req_s"])["point"]
     contenders = {"grid best " + json.dumps(grid_point): replace(base, **grid_point), "vLLM defaults": base}
@@ -223,7 +238,7 @@ def main() -> int:
     ctx = trial_context(inp, out / "grid-logs")
     grid = parse_grid(args.grid)
     points = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
-    t0, took = time.monotonic(), []
+    t0, took = time.monotonic(), list[float]()
     done = measure_grid(args, base, ctx, points, out / "grid.jsonl", t0, took)
     if done is None:
         return 3
@@ -240,7 +255,8 @@ def main() -> int:
 
     study = optuna.load_study(study_name="slotune", storage=f"sqlite:///{study_dir.resolve()}/study.db")
     results = sorted(results_of(study), key=lambda r: r.number)
-    print_comparison(inp, study_dir, results, measure, grid_best, len(points))
+    summary = summarize(results)
+    print_comparison(inp, study_dir, results, summary, measure, grid_best, len(points))
     if args.search_from is None and len(results) < args.trials:
         print(
             f"search unfinished: {len(results)}/{args.trials} trials (figures above are interim); "
@@ -249,7 +265,7 @@ def main() -> int:
         )
         return 3
     if args.remeasure:
-        return remeasure_contenders(args, base, ctx, done, measure, summarize(results).best, out, t0, took)
+        return remeasure_contenders(args, base, ctx, done, measure, summary.best, out, t0, took)
     return 0
 
 
