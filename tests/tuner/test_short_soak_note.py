@@ -25,7 +25,9 @@ def test_a_soak_under_the_profiles_default_is_named_with_that_default(gpu: str, 
     assert f"held {soak:g}-s windows" in note and f"for {default}-s soaks" in note
 
 
-@pytest.mark.parametrize(("gpu", "soak"), [("cpu", None), ("cpu", 0.0), ("cpu", 120.0), ("cpu", 300.0), ("h200", 180.0)])
+@pytest.mark.parametrize(
+    ("gpu", "soak"), [("cpu", None), ("cpu", 0.0), ("cpu", 120.0), ("cpu", 300.0), ("h200", 180.0)]
+)
 def test_the_default_a_longer_soak_or_none_at_all_leave_no_note(gpu: str, soak: float | None) -> None:
     assert short_soak_note(settings(soak, gpu), GPUProfile.load(gpu)) == []
 

@@ -150,5 +150,6 @@ def test_speculation_certified_below_another_best_says_it_lost_in_certification(
     write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, lambda *a, **k: None, write_report, certifications=certs)
     assert json.loads((tmp_path / "best.json").read_text())["speculation_lost"] == (
         "Speculation was measured and lost in certification: trial 1 (ngram, k=3): acceptance 96.4%, 3.313 req/s in "
-        "the search, 2.683 certified; the best, trial 2, does not speculate (3.110 req/s in the search, 2.799 certified)"
+        "the search, 2.683 certified; the best, trial 2, does not speculate (3.110 req/s in the search, "
+        "2.799 certified)"
     )
