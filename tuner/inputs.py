@@ -97,6 +97,20 @@ def measure_plan(settings: TuneSettings, gpu: GPUProfile) -> MeasurePlan:
     return plan
 
 
+def short_soak_note(settings: TuneSettings, gpu: GPUProfile) -> list[str]:
+    """A note when --soak-seconds certifies shorter windows than the profile's default soak (0, no soak, is its
+    own choice): a queue that builds later is past what such soaks reach (docs/certification.md)."""
+    asked = settings.soak_seconds
+    default = measure_plan(replace(settings, soak_seconds=None), gpu).soak_s
+    if asked is None or asked == 0 or asked >= default:
+        return []
+    return [
+        f"--soak-seconds {asked:g} is under the {gpu.name} profile's {default:g}: the certified rates held "
+        f"{asked:g}-s windows; a queue that builds later (on the CPU, TTFT growing in a 2-minute window's second "
+        f"minute) is past what they see. Leave --soak-seconds out for {default:g}-s soaks."
+    ]
+
+
 def _check_predict(settings: TuneSettings, slos: Sequence[SLO]) -> None:
     """Before any work: --predict launches one trial at a time and predicts TTFT, TPOT and E2E SLOs only."""
     if not settings.predict:
@@ -126,6 +140,7 @@ def load_inputs(settings: TuneSettings, vllm: VllmInfo | None = None) -> Inputs:
     gpu = GPUProfile.load(settings.gpu)
     actual = GPUProfile.load(settings.emulate_on) if settings.emulate_on else None  # "auto": the local GPU
     notes = _placement_notes(settings, gpu, actual)
+    notes += short_soak_note(settings, gpu)
     workload = load_workload(settings.workload)
     spec = ModelSpec.from_dir(model_dir)
     longest = workload.max_input_tokens + (settings.output_tokens or workload.max_output_tokens)

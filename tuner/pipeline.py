@@ -111,8 +111,8 @@ def open_run(
     progress.say(f"resolved settings: {s.public_dict()}")
     versions = versions or collect_versions(s.vllm_python)
     fingerprint = fingerprint or model_fingerprint(inp.model_dir)
-    for note in sctx.notes():  # what the space leaves out (speculation with random weights), said once
-        progress.say(note)
+    for note in (*inp.notes, *sctx.notes()):  # the inputs' and the space's notes, said once before any trial
+        progress.say(f"note: {note}")
     for params in tried:
         progress.say(announce_try(params, sctx))
     study = open_study(storage_url(s), resume=s.resume, seed=s.seed, must_exist=s.resume)

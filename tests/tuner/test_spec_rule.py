@@ -117,10 +117,39 @@ def test_speculation_that_lost_in_the_search_is_explained_in_best_json_and_the_r
     write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, lambda *a, **k: None, write_report)
     line = json.loads((tmp_path / "best.json").read_text())["speculation_lost"]
     assert line == (
-        "Speculation was measured and lost in the search: trial 1 (ngram, k=3): acceptance 9.0%, 1.200 req/s; "
-        "the best, trial 0, does not speculate (1.654 req/s in the search)"
+        "Speculation was measured and lost in the search: trial 1 (ngram, k=3): acceptance 9.0%, 1.200 req/s in the "
+        "search; the best, trial 0, does not speculate (1.654 req/s in the search)"
     )
     assert line in unescape((tmp_path / "report.html").read_text())
     # no speculating trial: nothing to explain
     write_outputs(tmp_path, results[:1], {"slo": "ttft_p95=2s"}, lambda *a, **k: None, write_report)
     assert "speculation_lost" not in json.loads((tmp_path / "best.json").read_text())
+
+
+def test_a_speculating_best_its_twin_outcertified_is_dropped_by_the_rule_on_both_certified_rates(tmp_path) -> None:
+    # SmolLM2 on edit-greedy, 120-s soaks (results/cpu-spec-greedy-120s-smollm2-2026-12-07): ngram won the search,
+    # 3.313 against its twin's 3.110, then certified 2.683 against the twin's 2.799; the twin overruled it
+    results = [trial(0, ServeConfig(model="/m"), 2.486, base=True), trial(1, NGRAM, 3.313, 0.964),
+               trial(2, PLAIN, 3.110)]  # fmt: skip
+    certs = {0: cert(0, 2.683), 1: cert(1, 2.683, 0.96), 2: cert(2, 2.799)}
+    summary = write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, lambda *a, **k: None, write_report,
+                            certifications=certs)  # fmt: skip
+    best = json.loads((tmp_path / "best.json").read_text())
+    assert summary.best.number == 2 and summary.overruled.number == 1 and "speculation_lost" not in best
+    rule = best["speculation"]
+    assert rule["kept"] is False and rule["basis"] == "certified" and (rule["trial"], rule["twin_trial"]) == (1, 2)
+    assert "2.683 vs 2.799 req/s without it (trial 2, certified)" in rule["line"]
+    assert rule["line"] in unescape((tmp_path / "report.html").read_text())
+
+
+def test_speculation_certified_below_another_best_says_it_lost_in_certification(tmp_path) -> None:
+    other = ServeConfig(model="/m", max_num_seqs=64)  # not the speculating trial's twin
+    results = [trial(0, ServeConfig(model="/m"), 2.486, base=True), trial(1, NGRAM, 3.313, 0.964),
+               trial(2, other, 3.110)]  # fmt: skip
+    certs = {0: cert(0, 2.683), 1: cert(1, 2.683, 0.96), 2: cert(2, 2.799)}
+    write_outputs(tmp_path, results, {"slo": "ttft_p95=2s"}, lambda *a, **k: None, write_report, certifications=certs)
+    assert json.loads((tmp_path / "best.json").read_text())["speculation_lost"] == (
+        "Speculation was measured and lost in certification: trial 1 (ngram, k=3): acceptance 96.4%, 3.313 req/s in "
+        "the search, 2.683 certified; the best, trial 2, does not speculate (3.110 req/s in the search, "
+        "2.799 certified)"
+    )

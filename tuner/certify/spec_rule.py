@@ -101,8 +101,12 @@ def find_twin(best: TrialResult, results: list[TrialResult]) -> TrialResult | No
 def apply_rule(
     summary: Summary, results: list[TrialResult], certs: Mapping[int, Certification]
 ) -> tuple[Summary, SpecVerdict | None]:
-    """The summary whose best obeys the rule, and the verdict (None when the best does not speculate)."""
-    best = summary.best
+    """The summary whose best obeys the rule, and the verdict (None when no speculating best is judged). A
+    speculating best that certified below its twin was overruled before the rule (tuner.certify.certified): its
+    verdict is still the rule's, on both certified rates."""
+    best, overruled = summary.best, summary.overruled
+    if best is not None and speculates(overruled) and overruled is not None and find_twin(overruled, [best]):
+        return summary, verdict(overruled, best, certs)
     if best is None or not speculates(best):
         return summary, None
     twin = find_twin(best, results)
@@ -114,10 +118,12 @@ def apply_rule(
     return replace(summary, best=twin, best_capacities=capacities, top=top, gain_over_baseline=None), judged
 
 
-def lost_in_search(summary: Summary, results: list[TrialResult]) -> str | None:
-    """When trials speculated but the best does not: what each measured against the best, so the report says
-    why speculation is not in launch.sh (the rule above judges only a speculating best). None otherwise."""
-    best = summary.best
+def lost_in_search(
+    summary: Summary, results: list[TrialResult], certs: Mapping[int, Certification] | None = None
+) -> str | None:
+    """When trials speculated but the best does not: what each measured against the best (certified rates beside
+    the search's where soaked), so the report says why speculation is not in launch.sh. None otherwise."""
+    best, certs = summary.best, certs or {}
     tried = [r for r in results if r.state == TrialState.COMPLETE and speculates(r)]
     if best is None or speculates(best) or not tried:
         return None
@@ -126,8 +132,16 @@ def lost_in_search(summary: Summary, results: list[TrialResult]) -> str | None:
         acc = _acceptance(r, None)[0]
         acc_text = "acceptance not measured" if acc is None else f"acceptance {acc:.1%}"
         method = f"{r.config.speculative_method}, k={r.config.num_speculative_tokens}"
-        parts.append(f"trial {r.number} ({method}): {acc_text}, {r.capacity_req_s:.3f} req/s")
+        parts.append(f"trial {r.number} ({method}): {acc_text}, {_rates(r, certs)}")
+    where = "in certification" if any(r.number in certs for r in tried) else "in the search"
     return (
-        f"Speculation was measured and lost in the search: {'; '.join(parts)}; the best, trial {best.number}, "
-        f"does not speculate ({best.capacity_req_s:.3f} req/s in the search)"
+        f"Speculation was measured and lost {where}: {'; '.join(parts)}; the best, trial {best.number}, "
+        f"does not speculate ({_rates(best, certs)})"
     )
+
+
+def _rates(trial: TrialResult, certs: Mapping[int, Certification]) -> str:
+    """'3.313 req/s in the search' and, where soaks certified the trial, ', 2.683 certified'."""
+    cert = certs.get(trial.number)
+    certified = f", {cert.certified_rate:.3f} certified" if cert is not None and cert.certified_rate else ""
+    return f"{trial.capacity_req_s:.3f} req/s in the search{certified}"

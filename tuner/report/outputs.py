@@ -186,7 +186,7 @@ def write_outputs(
     )
     if spec is not None:  # the speculation rule's verdict (tuner.certify.spec_rule), in best.json and the report
         meta = {**meta, "speculation": spec.to_dict()}
-    elif (lost := lost_in_search(summary, results)) is not None:
+    elif (lost := lost_in_search(summary, results, certifications)) is not None:
         meta = {**meta, "speculation_lost": lost}
     head = headline(summary, certifications or {}, confirmation)
     frame = trials_frame(results, timelines, certifications)

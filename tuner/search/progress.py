@@ -36,4 +36,7 @@ class Progress:
             if summary.best
             else "no config has met the SLO yet"
         )
-        self.say(f"{done}/{self.total} finished; {best}; ETA {eta / 60:.1f} min")
+        if done > self.total:  # a trial past --trials: a step after the search (a speculating best's twin)
+            self.say(f"{done} finished, {done - self.total} after the search's {self.total}; {best}")
+        else:
+            self.say(f"{done}/{self.total} finished; {best}; ETA {eta / 60:.1f} min")
