@@ -4,9 +4,10 @@ server with its own seed (bench/vllm_bench_check.py --json), tallied per rate an
 
     python bench/hold_tally.py results/<folder>/*.json [--confidence 0.9]
 
-Near a configuration's edge one draw of prompts and arrivals decides a run's verdict (docs/certification.md, "A
-stated rate and the draw"): a rate that held 4 of 4 draws may still miss the fifth, and 4 of 4 bounds the chance of
-a miss only at about 44 %. A run whose verdict is null (its prompts came from the prefix cache) is counted apart.
+Near a configuration's edge one draw of prompts and arrivals decides a run's verdict (docs/certification.md, "How a
+stated rate allows for the draw"): a rate that held 4 of 4 draws may still miss the fifth, and 4 of 4 bounds the
+chance of a miss only at about 53 % (the 90 % interval for the chance it holds is [0.47, 1]). A run whose verdict is
+null (its prompts came from the prefix cache) is counted apart.
 """
 
 from __future__ import annotations
