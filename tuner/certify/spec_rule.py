@@ -105,7 +105,7 @@ def apply_rule(
     speculating best that certified below its twin was overruled before the rule (tuner.certify.certified): its
     verdict is still the rule's, on both certified rates."""
     best, overruled = summary.best, summary.overruled
-    if best is not None and speculates(overruled) and overruled is not None and find_twin(overruled, [best]):
+    if best is not None and overruled is not None and speculates(overruled) and find_twin(overruled, [best]):
         return summary, verdict(overruled, best, certs)
     if best is None or not speculates(best):
         return summary, None
@@ -118,7 +118,7 @@ def apply_rule(
     return replace(summary, best=twin, best_capacities=capacities, top=top, gain_over_baseline=None), judged
 
 
-def lost_in_search(
+def speculation_lost(
     summary: Summary, results: list[TrialResult], certs: Mapping[int, Certification] | None = None
 ) -> str | None:
     """When trials speculated but the best does not: what each measured against the best (certified rates beside

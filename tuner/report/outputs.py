@@ -19,7 +19,7 @@ from launch.config import ServeConfig
 from tuner.certify.certification import Certification
 from tuner.certify.confirm import Confirmation
 from tuner.certify.headline import Headline, headline
-from tuner.certify.spec_rule import apply_rule, lost_in_search
+from tuner.certify.spec_rule import apply_rule, speculation_lost
 from tuner.certify.summary import Summary, certified_summary, summarize
 from tuner.document.study import CostFigures
 from tuner.export.cost import cost_document, cost_lines, gpu_price
@@ -186,7 +186,7 @@ def write_outputs(
     )
     if spec is not None:  # the speculation rule's verdict (tuner.certify.spec_rule), in best.json and the report
         meta = {**meta, "speculation": spec.to_dict()}
-    elif (lost := lost_in_search(summary, results, certifications)) is not None:
+    elif (lost := speculation_lost(summary, results, certifications)) is not None:
         meta = {**meta, "speculation_lost": lost}
     head = headline(summary, certifications or {}, confirmation)
     frame = trials_frame(results, timelines, certifications)
