@@ -4,16 +4,19 @@
 # behind `vllm bench serve`), then stop the server. Model, workload, output tokens and SLOs come from best.json, the
 # served name from launch.sh. Run from the repo root under the CPU lock (vLLM busy-polls both cores):
 #   flock /tmp/slotune-cpu.lock bash scripts/cpu-crosscheck.sh STUDY_DIR [FACTOR] [SECONDS] [JSON_OUT]
-# JSON_OUT defaults to STUDY_DIR/crosscheck-vllm-bench-<FACTOR>x.json. RATE=R: FACTOR x R instead of the certified
+# JSON_OUT defaults to STUDY_DIR/crosscheck-vllm-bench-<FACTOR>x.json (crosscheck-loadtest-bench-… with
+# CLIENT=loadtest). RATE=R: FACTOR x R instead of the certified
 # rate (a study's search estimate, which no soak certified). Exit 2 when the study states no certified rate and no
 # RATE is given, or its server does not come up within START_TIMEOUT (300) s; otherwise the benchmark's exit code.
 # REPEAT=N: N benchmarks back to back on the one fresh server (JSON_OUT gains -run<i>), run i with seed SEED + i - 1:
 # prompts sent again would be answered from the prefix cache. SEED: 31 unless given.
 # TRIAL=N: serve trial N of the study instead of its winner (bench/trial_launch.py renders its launch.sh as the study's
 # own is rendered; JSON_OUT defaults to STUDY_DIR/crosscheck-vllm-bench-trialN-<FACTOR>x.json), at the same rates.
+# CLIENT=loadtest: slotune's own `loadtest` sends the load instead of vLLM's client (the same rate, seconds, seed,
+# workload, output tokens and SLO; its JSON is loadtest's report, judged by its steadiness rules too).
 set -u
 dir="${1:?study folder}" factor="${2:-1.0}" secs="${3:-120}"
-json="${4:-$dir/crosscheck-vllm-bench-${TRIAL:+trial$TRIAL-}${factor}x.json}"
+json="${4:-$dir/crosscheck-${CLIENT:-vllm}-bench-${TRIAL:+trial$TRIAL-}${factor}x.json}"
 py=".venv/bin/python"
 if [ -n "${TRIAL:-}" ]; then
   served_dir=$(mktemp -d /tmp/cpu-crosscheck-trial-XXXX)
@@ -45,9 +48,18 @@ more=(); [ "$out_tokens" != "-" ] && more=(--output-tokens "$out_tokens")
 repeat="${REPEAT:-1}" rc=0
 for i in $(seq "$repeat"); do
   out="$json"; [ "$repeat" -gt 1 ] && out="${json%.json}-run$i.json"
+  seed=$(( ${SEED:-31} + i - 1 ))
+  if [ "${CLIENT:-vllm}" = loadtest ]; then
+    echo "[$(date -u +%T)] slotune loadtest at $rate req/s for $secs s (run $i of $repeat on this server)"
+    .venv/bin/loadtest --url "http://127.0.0.1:$port" --model "$name" --tokenizer "$model" --workload "$workload" \
+      "${more[@]}" --rate "$rate" --duration "$secs" --slo "$slo" --seed "$seed" --json "$out" 2>&1 | grep -v "^\s*$"
+    rc=${PIPESTATUS[0]}
+    echo "[$(date -u +%T)] done: $out"
+    continue
+  fi
   echo "[$(date -u +%T)] vllm bench serve at $rate req/s for $secs s (run $i of $repeat on this server)"
   "$py" bench/vllm_bench_check.py --url "http://127.0.0.1:$port" --model "$name" --tokenizer "$model" \
-    --workload "$workload" "${more[@]}" --rate "$rate" --seconds "$secs" --slo "$slo" --seed "$(( ${SEED:-31} + i - 1 ))" --json "$out" --server-pid "$pid" 2>&1 \
+    --workload "$workload" "${more[@]}" --rate "$rate" --seconds "$secs" --slo "$slo" --seed "$seed" --json "$out" --server-pid "$pid" 2>&1 \
     | grep -v "it/s\]" | grep -E "P95 TTFT|P95 TPOT|Request throughput|Successful|Failed|held|vllm_bench_check:"
   rc=${PIPESTATUS[0]}
   echo "[$(date -u +%T)] done: $out"
