@@ -228,7 +228,13 @@ def main() -> int:
         host = meter.stop() if meter is not None else None
         after = read_metrics(args.url)
     view = server_view(before, after, workload.shared_prefix_fraction, args.seed, poller.peaks)
-    summary = {"rate": args.rate, "seconds": args.seconds, "requests": count, **summarize(result, slos, poller.samples)}
+    summary = {
+        "rate": args.rate,
+        "seconds": args.seconds,
+        "seed": args.seed,
+        "requests": count,
+        **summarize(result, slos, poller.samples),
+    }
     summary.update(view)
     summary["host"] = host.to_dict() if host is not None else None
     if host is not None:

@@ -19,7 +19,8 @@
 # CROSSCHECK_WORKLOAD=W: the benchmark's prompts from that workload (default chat: the studies these scripts made).
 # CROSSCHECK_STEPS="F:S F:S ...": several benchmark runs on the one server, back to back, each at F x the certified
 # rate for S seconds and waiting for its requests (e.g. "1.0:120 1.3:60 1.0:120": does an overload leave the server
-# slower?); CROSSCHECK_SEEDS="41 42 43" their prompt seeds. Each writes crosscheck-vllm-bench-<FACTOR>x-run<I>-<F>x.json.
+# slower?); CROSSCHECK_SEEDS="41 42 43" their prompt seeds (without steps, one seed: the single run's). Each writes
+# crosscheck-vllm-bench-<FACTOR>x-run<I>-<F>x.json.
 set -uo pipefail
 dir="${1:?study dir}" factor="${2:-0.95}" secs="${3:-120}" limit="${4:-300}" dest="${5:?dest dir}"
 steps="${CROSSCHECK_STEPS:-}"
@@ -108,8 +109,10 @@ bench() {  # RATE SECONDS SEED JSON: one run of vLLM's benchmark client
   tail -c 4000 /tmp/xcheck/bench.log | tee -a "$dest/crosscheck.log"
 }
 if [ -z "$steps" ]; then
-  log "vllm bench at $factor x = $rate req/s for $secs s"
-  bench "$rate" "$secs" "" "$dest/crosscheck-vllm-bench-${factor}x.json"
+  [ "${#seeds[@]}" -le 1 ] || { log "CROSSCHECK_SEEDS names ${#seeds[@]} seeds for one run: give one, or CROSSCHECK_STEPS"; exit 2; }
+  seed=${seeds[0]:-}
+  log "vllm bench at $factor x = $rate req/s for $secs s${seed:+, seed $seed}"
+  bench "$rate" "$secs" "$seed" "$dest/crosscheck-vllm-bench-${factor}x.json"
 else
   i=0
   for st in $steps; do

@@ -96,6 +96,7 @@ class Prediction:
     error_vs_certified: float | None = None  # against the stated rate
     held_req_s: float | None = None  # the rate the soaks held (absent from studies before 2026-12-06)
     error_vs_held: float | None = None
+    step: str | None = None  # why the stated rate is a step below the held one (a Step's kind); None: it is not
 
     @classmethod
     def from_fields(cls, f: Fields) -> Prediction:
@@ -112,6 +113,7 @@ class Prediction:
             f.opt_number("error_vs_certified"),
             f.opt_number("held_req_s"),
             f.opt_number("error_vs_held"),
+            step=f.opt_text("step"),
         )
 
 
