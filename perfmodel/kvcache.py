@@ -26,6 +26,7 @@ class BlockPool:
         self.block_size = block_size
         self.caching = caching
         self.used = 0
+        self.peak_used = 0  # the most blocks ever in use at once (a level resets it to ``used``)
         self._ids = itertools.count()
         self._queue: OrderedDict[int, int] = OrderedDict({next(self._ids): total})  # segment -> blocks
         self._segment: dict[Hashable, int] = {}  # prompt key -> its segment in the queue
@@ -54,6 +55,7 @@ class BlockPool:
         if hit_blocks:
             self._touch(key, hit_blocks)
         self.used += blocks
+        self.peak_used = max(self.peak_used, self.used)
         self._evict(blocks - hit_blocks)
         return True
 
@@ -62,6 +64,7 @@ class BlockPool:
         if blocks > self.free:
             return False
         self.used += blocks
+        self.peak_used = max(self.peak_used, self.used)
         self._evict(blocks)
         return True
 

@@ -45,6 +45,7 @@ class LevelOutcome:
     preemptions: int = 0
     prefix_hit_rate: float | None = None  # None without prefix caching
     running_peak: int = 0  # the most sequences one step ran
+    kv_usage_peak: float = 0.0  # the most KV blocks in use at once, a fraction of the usable ones
     # as vLLM's /metrics time them at the engine, before the front end streams the tokens: the mean time between
     # two tokens of a request (token-weighted step duration), and from a request reaching the engine to its first
     engine_itl_ms: float | None = None

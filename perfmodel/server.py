@@ -55,6 +55,7 @@ class Server:
         level = self._level(load, slos if abandon else None)
         eng = self.engine
         hits0, queries0, preempt0, peak = eng.hit_tokens, eng.queried_tokens, eng.preemptions, 0
+        eng.pool.peak_used = eng.pool.used
         self._visible.clear()
         self._of_rid.clear()
         self._reached.clear()
@@ -103,6 +104,7 @@ class Server:
             preemptions=eng.preemptions - preempt0,
             prefix_hit_rate=hit_rate,
             running_peak=peak,
+            kv_usage_peak=eng.pool.peak_used / eng.pool.total,
             engine_itl_ms=1e3 * itl[0] / itl[1] if itl[1] else None,
             engine_ttft_ms=1e3 * ttft[0] / ttft[1] if ttft[1] else None,
         )

@@ -79,6 +79,7 @@ def test_kv_blocks_hold_as_many_longest_requests_as_the_budget_predicts():
     server = Server(cfg, fixed_step(0.01))
     out = server.run(OpenLoad((0.0,) * len(reqs), reqs))
     assert out.running_peak == fit
+    assert out.kv_usage_peak == fit * per_request / cfg.num_blocks  # those requests' blocks, as vLLM's gauge reads
     assert all(s.ok for s in out.served)
     assert server.engine.pool.used == 0
 
@@ -90,6 +91,7 @@ def test_preempted_requests_are_recomputed_and_all_finish_with_their_tokens():
     server = Server(cfg, fixed_step(d))
     out = server.run(OpenLoad((0.0,) * len(reqs), reqs))
     assert out.preemptions > 0
+    assert out.kv_usage_peak > 0.98  # preempted for want of blocks: the cache ran full
     assert all(s.ok for s in out.served)
     assert not server.engine.running and not server.engine.waiting and server.engine.pool.used == 0
     # recomputation costs steps: the last request ends later than 40 requests in perfect batches would

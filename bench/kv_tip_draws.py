@@ -1,0 +1,81 @@
+"""Does the performance model see a KV-bound edge tip, draw by draw? One trial of a committed study is simulated at
+fixed Poisson rates for many draws (seeds) of one window, on the calibration that study stored and the KV cache
+its soaks were pinned to, and each draw prints the model's preemptions, KV usage peak and p95 TTFT beside the
+verdict on the SLOs (prints figures, not a test; nothing is measured). The same seed gives the same prompt lengths
+as ``bench/vllm_bench_check.py --seed`` sends (PromptFactory), not the same arrival times (vLLM's client draws its
+own Poisson gaps).
+
+    python bench/kv_tip_draws.py results/STUDY TRIAL NUM_GPU_BLOCKS WINDOW_S RATE[,RATE...] SEED[,SEED...]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
+
+
+def stored_calibration(study_db: Path):  # type: ignore[no-untyped-def]
+    """The defaults' family's latest calibration, as the study stored it (tuner.search.predict_fit)."""
+    from perfmodel.rank import Calibration
+    from tuner.search.predict_fit import CALIBRATION_ATTR
+    from tuner.search.study import open_study
+
+    study = open_study(f"sqlite:///{study_db}", resume=True, seed=0, must_exist=True)
+    stored = study.user_attrs.get(CALIBRATION_ATTR)
+    if not stored:
+        raise SystemExit(f"{study_db}: no stored calibration ({CALIBRATION_ATTR}); was the study run with --predict?")
+    return Calibration.from_dict(stored)
+
+
+def draw_line(rate: float, seed: int, window_s: float, engine, costs, demand) -> str:  # type: ignore[no-untyped-def]
+    """One draw: the whole window's requests on a fresh simulated server, judged on all of them."""
+    from perfmodel.server import Server
+
+    t0 = time.perf_counter()
+    out = Server(engine, costs).run(demand.open_level(rate, max(1, round(rate * window_s)), seed), demand.slos)
+    ttft = out.value("ttft", 95) or float("nan")
+    verdict = "held" if out.slo_met(demand.slos) else "missed"
+    return (
+        f"rate {rate:8.3f} seed {seed:4d}: {verdict:6s} p95 TTFT {ttft:8.0f} ms, {out.preemptions:6,d} preemptions, "
+        f"KV peak {100 * out.kv_usage_peak:5.1f} %, running peak {out.running_peak:4d} "
+        f"({time.perf_counter() - t0:.1f} s)"
+    )
+
+
+def main(argv: list[str]) -> int:
+    from offline_model import scratch_study, study_model
+
+    from perfmodel.traffic import Demand
+    from tuner.search.predict_model import candidate
+
+    study, trial, blocks, window = Path(argv[0]), int(argv[1]), int(argv[2]), float(argv[3])
+    rates = [float(r) for r in argv[4].split(",")]
+    seeds = [int(s) for s in argv[5].split(",")]
+    scratch = Path("/tmp/kv-tip-draws")
+    _inp, _model, results = scratch_study(study, scratch)
+    _inp, ctx, _model = study_model(study, scratch / "again")
+    cal = stored_calibration(scratch / "study.db")
+    cand = candidate(results[trial].config, ctx)
+    if cand is None:
+        raise SystemExit(f"trial {trial}: the KV budget drops its configuration")
+    engine = cand.engine.with_blocks(blocks)
+    demand = Demand(ctx.workload, ctx.slos, ctx.output_tokens)
+    print(
+        f"{study.name}, trial {trial}: {engine.num_blocks:,} usable blocks x {engine.block_size}, "
+        f"{engine.max_num_seqs} seqs x {engine.max_num_batched_tokens} batched tokens; calibrated on trials "
+        f"{list(cal.trials)} ({cal.family}); {window:g}-s windows",
+        flush=True,
+    )
+    for rate in rates:
+        for seed in seeds:
+            print(draw_line(rate, seed, window, engine, cal.costs, demand), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
