@@ -1,9 +1,9 @@
 """Does the performance model see a KV-bound edge tip, draw by draw? One trial of a committed study is simulated at
-fixed Poisson rates for many draws (seeds) of one window, on the calibration that study stored and the KV cache
-its soaks were pinned to, and each draw prints the model's preemptions, KV usage peak and p95 TTFT beside the
-verdict on the SLOs (prints figures, not a test; nothing is measured). The same seed gives the same prompt lengths
-as ``bench/vllm_bench_check.py --seed`` sends (PromptFactory), not the same arrival times (vLLM's client draws its
-own Poisson gaps).
+fixed Poisson rates for many draws (seeds) of one window, on the calibration that study stored (else a fit of its
+trial 0, vLLM's defaults, as ``tune --predict`` makes first) and the KV blocks its servers had. Each draw prints the
+model's preemptions, KV usage peak and p95 TTFT beside the verdict on the SLOs (prints figures, not a test; nothing
+is measured). The same seed gives the same prompt lengths as ``bench/vllm_bench_check.py --seed`` sends
+(PromptFactory), not the same arrival times (vLLM's client draws its own Poisson gaps).
 
     python bench/kv_tip_draws.py results/STUDY TRIAL NUM_GPU_BLOCKS WINDOW_S RATE[,RATE...] SEED[,SEED...]
 """
@@ -20,16 +20,15 @@ sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 
 
 def stored_calibration(study_db: Path):  # type: ignore[no-untyped-def]
-    """The defaults' family's latest calibration, as the study stored it (tuner.search.predict_fit)."""
+    """The defaults' family's latest calibration, as the study stored it (tuner.search.predict_fit); None where the
+    study was run without --predict."""
     from perfmodel.rank import Calibration
     from tuner.search.predict_fit import CALIBRATION_ATTR
     from tuner.search.study import open_study
 
     study = open_study(f"sqlite:///{study_db}", resume=True, seed=0, must_exist=True)
     stored = study.user_attrs.get(CALIBRATION_ATTR)
-    if not stored:
-        raise SystemExit(f"{study_db}: no stored calibration ({CALIBRATION_ATTR}); was the study run with --predict?")
-    return Calibration.from_dict(stored)
+    return Calibration.from_dict(stored) if stored else None
 
 
 def draw_line(rate: float, seed: int, window_s: float, engine, costs, demand) -> str:  # type: ignore[no-untyped-def]
@@ -37,12 +36,14 @@ def draw_line(rate: float, seed: int, window_s: float, engine, costs, demand) ->
     from perfmodel.server import Server
 
     t0 = time.perf_counter()
-    out = Server(engine, costs).run(demand.open_level(rate, max(1, round(rate * window_s)), seed), demand.slos)
+    load = demand.open_level(rate, max(1, round(rate * window_s)), seed)
+    out = Server(engine, costs).run(load, demand.slos)
     ttft = out.value("ttft", 95) or float("nan")
     verdict = "held" if out.slo_met(demand.slos) else "missed"
     return (
         f"rate {rate:8.3f} seed {seed:4d}: {verdict:6s} p95 TTFT {ttft:8.0f} ms, {out.preemptions:6,d} preemptions, "
-        f"KV peak {100 * out.kv_usage_peak:5.1f} %, running peak {out.running_peak:4d} "
+        f"KV peak {100 * out.kv_usage_peak:5.1f} %, running peak {out.running_peak:4d}, "
+        f"{sum(r.prompt_tokens for r in load.requests):,} prompt tokens "
         f"({time.perf_counter() - t0:.1f} s)"
     )
 
@@ -57,9 +58,12 @@ def main(argv: list[str]) -> int:
     rates = [float(r) for r in argv[4].split(",")]
     seeds = [int(s) for s in argv[5].split(",")]
     scratch = Path("/tmp/kv-tip-draws")
-    _inp, _model, results = scratch_study(study, scratch)
+    _inp, model, results = scratch_study(study, scratch)
     _inp, ctx, _model = study_model(study, scratch / "again")
     cal = stored_calibration(scratch / "study.db")
+    if cal is None:  # a study run without --predict: fit its defaults as tune --predict would before any launch
+        print(f"{study.name}: no stored calibration; fitting trial 0 (vLLM's defaults)", flush=True)
+        cal = model.calibrate([results[0]], None)
     cand = candidate(results[trial].config, ctx)
     if cand is None:
         raise SystemExit(f"trial {trial}: the KV budget drops its configuration")
