@@ -51,7 +51,7 @@ def draw_line(rate: float, seed: int, window_s: float, engine, costs, demand) ->
 def main(argv: list[str]) -> int:
     from offline_model import scratch_study, study_model
 
-    from perfmodel.traffic import Demand
+    from tuner.search.predict_demand import demand_of
     from tuner.search.predict_model import candidate
 
     study, trial, blocks, window = Path(argv[0]), int(argv[1]), int(argv[2]), float(argv[3])
@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
     if cand is None:
         raise SystemExit(f"trial {trial}: the KV budget drops its configuration")
     engine = cand.engine.with_blocks(blocks)
-    demand = Demand(ctx.workload, ctx.slos, ctx.output_tokens)
+    demand = demand_of(ctx)
     print(
         f"{study.name}, trial {trial}: {engine.num_blocks:,} usable blocks x {engine.block_size}, "
         f"{engine.max_num_seqs} seqs x {engine.max_num_batched_tokens} batched tokens; calibrated on trials "

@@ -45,10 +45,10 @@ def main() -> None:
     ap.add_argument("--study", type=Path, default=ROOT / "results" / "h200-llama-3-8b-a30-predict-2026-12-02-b")
     ap.add_argument("--sample", type=int, default=60)
     args = ap.parse_args()
-    from perfmodel.traffic import Demand
+    from tuner.search.predict_demand import demand_of
 
     ctx, sctx = study_contexts(args.study)
-    demand = Demand(ctx.workload, ctx.slos, ctx.output_tokens)
+    demand = demand_of(ctx)
     results = {r.number: r for r in results_of(open_study(f"sqlite:///{args.study / 'study.db'}", resume=True, seed=0))}
     observed = observed_levels(results[0], demand, ctx.plan)
     print(f"{args.study.name}: trial 0's {len(observed)} levels; {usable_cores()} usable cores", flush=True)

@@ -28,6 +28,7 @@ class Demand:
     workload: Workload
     slos: tuple[SLO, ...]
     output_tokens: int | None = None
+    prompt_overhead_tokens: int = 0  # tokens each prompt carries beyond its sampled length (a chat template's)
 
     def __post_init__(self) -> None:
         itl = [str(s) for s in self.slos if s.metric not in PREDICTED_METRICS]
@@ -38,14 +39,30 @@ class Demand:
             )
 
     def open_level(self, rate: float, count: int, seed: int, first: int = 0) -> OpenLoad:
-        return poisson_load(self.workload, rate, count, seed, first=first, output_tokens=self.output_tokens)
+        return poisson_load(
+            self.workload,
+            rate,
+            count,
+            seed,
+            first=first,
+            output_tokens=self.output_tokens,
+            overhead=self.prompt_overhead_tokens,
+        )
 
     def closed_level(self, concurrency: int, count: int, seed: int) -> ClosedLoad:
-        return closed_load(self.workload, concurrency, count, seed, output_tokens=self.output_tokens)
+        return closed_load(
+            self.workload,
+            concurrency,
+            count,
+            seed,
+            output_tokens=self.output_tokens,
+            overhead=self.prompt_overhead_tokens,
+        )
 
     @property
     def longest_request(self) -> int:
-        return self.workload.max_input_tokens + (self.output_tokens or self.workload.max_output_tokens)
+        out = self.output_tokens or self.workload.max_output_tokens
+        return self.workload.max_input_tokens + self.prompt_overhead_tokens + out
 
 
 @dataclass(frozen=True)
@@ -74,14 +91,20 @@ class ClosedLoad:
 
 @functools.lru_cache(maxsize=256)
 def requests_of(
-    workload: Workload, seed: int, count: int, *, first: int = 0, output_tokens: int | None = None
+    workload: Workload,
+    seed: int,
+    count: int,
+    *,
+    first: int = 0,
+    output_tokens: int | None = None,
+    overhead: int = 0,
 ) -> tuple[Request, ...]:
-    """Requests ``first … first+count−1`` of ``seed``, lengths as PromptFactory samples them (cached: a
-    calibration replays the same levels hundreds of times)."""
-    return tuple(_request(workload, seed, i, output_tokens) for i in range(first, first + count))
+    """Requests ``first … first+count−1`` of ``seed``, lengths as PromptFactory samples them, each prompt
+    ``overhead`` tokens longer (cached: a calibration replays the same levels hundreds of times)."""
+    return tuple(_request(workload, seed, i, output_tokens, overhead) for i in range(first, first + count))
 
 
-def _request(workload: Workload, seed: int, i: int, output_tokens: int | None) -> Request:
+def _request(workload: Workload, seed: int, i: int, output_tokens: int | None, overhead: int = 0) -> Request:
     rng = random.Random(f"{seed}:{i}")
     if workload.entries:
         e = workload.entries[i % len(workload.entries)]
@@ -93,7 +116,7 @@ def _request(workload: Workload, seed: int, i: int, output_tokens: int | None) -
     assert workload.input_tokens is not None and workload.output_tokens is not None
     prompt = workload.input_tokens.sample(rng)  # PromptFactory.make: input first, then output
     out = output_tokens if output_tokens is not None else workload.output_tokens.sample(rng)
-    return Request((seed, i), prompt, out)
+    return Request((seed, i), prompt + overhead, out)
 
 
 def poisson_load(
@@ -104,17 +127,25 @@ def poisson_load(
     *,
     first: int = 0,
     output_tokens: int | None = None,
+    overhead: int = 0,
 ) -> OpenLoad:
     """An open-loop level as ``loadtest.run_load`` sent it before 2026-12-06 (``LoadSpec(rate=…, requests=count,
     seed=…)`` with free Poisson gaps); since then a level's spans send exactly rate x span, which this still omits."""
     offsets = arrivals.schedule(rate, count=count, seed=seed)
-    return OpenLoad(tuple(offsets), requests_of(workload, seed, count, first=first, output_tokens=output_tokens), rate)
+    reqs = requests_of(workload, seed, count, first=first, output_tokens=output_tokens, overhead=overhead)
+    return OpenLoad(tuple(offsets), reqs, rate)
 
 
 def closed_load(
-    workload: Workload, concurrency: int, count: int, seed: int, *, output_tokens: int | None = None
+    workload: Workload,
+    concurrency: int,
+    count: int,
+    seed: int,
+    *,
+    output_tokens: int | None = None,
+    overhead: int = 0,
 ) -> ClosedLoad:
-    return ClosedLoad(concurrency, requests_of(workload, seed, count, output_tokens=output_tokens))
+    return ClosedLoad(concurrency, requests_of(workload, seed, count, output_tokens=output_tokens, overhead=overhead))
 
 
 def trace_load(sends: Sequence[tuple[float, int, int]]) -> OpenLoad:

@@ -60,10 +60,10 @@ def print_predictions(configs: dict[str, Any], ctx: Any, cal: Any) -> None:
     """One line per named configuration: its prediction under ``cal`` (fp8 KV scaled by bytes where ``cal`` is of
     the auto-KV family), or why there is none."""
     from perfmodel.rank import rank
-    from perfmodel.traffic import Demand
+    from tuner.search.predict_demand import demand_of
     from tuner.search.predict_model import candidate
 
-    demand = Demand(ctx.workload, ctx.slos, ctx.output_tokens)
+    demand = demand_of(ctx)
     for name, config in configs.items():
         cand = candidate(config, ctx)
         if cand is None:

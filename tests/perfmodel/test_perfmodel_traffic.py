@@ -51,3 +51,16 @@ def test_a_trace_keeps_its_order_and_lengths():
 def test_an_itl_slo_is_refused_by_name():
     with pytest.raises(ValueError, match="itl_p99"):
         Demand(load_workload("chat"), parse_slos("ttft_p95=2s,itl_p99=80ms"))
+
+
+def test_a_prompt_overhead_lengthens_every_prompt_and_nothing_else():
+    w = load_workload("edit")
+    plain = Demand(w, parse_slos("ttft_p95=2s"))
+    longer = Demand(w, parse_slos("ttft_p95=2s"), prompt_overhead_tokens=30)
+    a, b = plain.open_level(2.0, 50, seed=4), longer.open_level(2.0, 50, seed=4)
+    assert a.offsets_s == b.offsets_s
+    assert [r.prompt_tokens + 30 for r in a.requests] == [r.prompt_tokens for r in b.requests]
+    assert [r.output_tokens for r in a.requests] == [r.output_tokens for r in b.requests]
+    closed = longer.closed_level(4, 10, seed=4).requests
+    assert [r.prompt_tokens for r in closed] == [r.prompt_tokens for r in b.requests[:10]]
+    assert longer.longest_request == plain.longest_request + 30

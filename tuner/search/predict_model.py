@@ -22,6 +22,7 @@ from perfmodel.rank import Calibration, Candidate, Prediction, calibrate, rank
 from perfmodel.traffic import Demand
 from tuner.budget.kv_budget import estimate_budget
 from tuner.search.departures import Departures, departures, no_departures, with_vllms_defaults
+from tuner.search.predict_demand import demand_of
 from tuner.search.space import suggest_config
 from tuner.trial.capacity import MIN_LEVEL_FLOOR, MeasurePlan
 from tuner.trial.context import spec_of
@@ -127,7 +128,7 @@ def candidate(config: ServeConfig, ctx: TrialContext) -> Candidate | None:
 
 def perf_model(ctx: TrialContext) -> Model:
     """The real model for a study measured with ``ctx`` (its workload, SLOs, plan, model and GPU)."""
-    demand = Demand(ctx.workload, ctx.slos, ctx.output_tokens)
+    demand = demand_of(ctx)
 
     def fit(measured: Sequence[TrialResult], previous: Calibration | None) -> Calibration:
         observed = [o for r in measured for o in observed_levels(r, demand, ctx.plan)]
