@@ -3,9 +3,12 @@ fixed Poisson rates for many draws (seeds) of one window, on the calibration tha
 trial 0, vLLM's defaults, as ``tune --predict`` makes first) and the KV blocks its servers had. Each draw prints the
 model's preemptions, KV usage peak and p95 TTFT beside the verdict on the SLOs (prints figures, not a test; nothing
 is measured). The same seed gives the same prompt lengths as ``bench/vllm_bench_check.py --seed`` sends
-(PromptFactory), not the same arrival times (vLLM's client draws its own Poisson gaps).
+(PromptFactory); the arrival times are slotune's unless ``vllm`` is given.
 
-    python bench/kv_tip_draws.py results/STUDY TRIAL NUM_GPU_BLOCKS WINDOW_S RATE[,RATE...] SEED[,SEED...]
+    python bench/kv_tip_draws.py results/STUDY TRIAL NUM_GPU_BLOCKS WINDOW_S RATE[,RATE...] SEED[,SEED...] [vllm]
+
+With ``vllm`` last, each draw is the one vLLM's client sends for that seed: the same prompts, in its shuffled order,
+at its own gamma gaps (``vllm_client_load``).
 """
 
 from __future__ import annotations
@@ -31,12 +34,33 @@ def stored_calibration(study_db: Path):  # type: ignore[no-untyped-def]
     return Calibration.from_dict(stored) if stored else None
 
 
-def draw_line(rate: float, seed: int, window_s: float, engine, costs, demand) -> str:  # type: ignore[no-untyped-def]
-    """One draw: the whole window's requests on a fresh simulated server, judged on all of them."""
+def vllm_client_load(demand, rate: float, count: int, seed: int):  # type: ignore[no-untyped-def]
+    """The draw ``bench/vllm_bench_check.py --seed`` sends through vLLM's client (vllm.benchmarks.serve): its custom
+    dataset shuffled by ``random.seed(seed)``, its gaps drawn by NumPy's gamma (shape 1) after ``np.random.seed(seed)``
+    and scaled so that the last falls at ``count / rate``."""
+    import random
+
+    import numpy as np
+
+    from perfmodel.traffic import OpenLoad
+
+    requests = list(demand.open_level(rate, count, seed).requests)
+    random.seed(seed)
+    random.shuffle(requests)
+    np.random.seed(seed)
+    gaps = np.cumsum([np.random.gamma(shape=1.0, scale=1.0 / rate) for _ in range(count)])
+    offsets = gaps * (count / rate) / gaps[-1]
+    return OpenLoad(tuple(float(t) for t in offsets), tuple(requests), rate)
+
+
+def draw_line(rate: float, seed: int, window_s: float, engine, costs, demand, client: str) -> str:  # type: ignore[no-untyped-def]
+    """One draw: the whole window's requests on a fresh simulated server, judged on all of them; ``client``:
+    ``loadtest`` (slotune's Poisson schedule) or ``vllm`` (vllm_client_load)."""
     from perfmodel.server import Server
 
     t0 = time.perf_counter()
-    load = demand.open_level(rate, max(1, round(rate * window_s)), seed)
+    count = max(1, round(rate * window_s))
+    load = vllm_client_load(demand, rate, count, seed) if client == "vllm" else demand.open_level(rate, count, seed)
     out = Server(engine, costs).run(load, demand.slos)
     ttft = out.value("ttft", 95) or float("nan")
     verdict = "held" if out.slo_met(demand.slos) else "missed"
@@ -57,6 +81,9 @@ def main(argv: list[str]) -> int:
     study, trial, blocks, window = Path(argv[0]), int(argv[1]), int(argv[2]), float(argv[3])
     rates = [float(r) for r in argv[4].split(",")]
     seeds = [int(s) for s in argv[5].split(",")]
+    client = argv[6] if len(argv) > 6 else "loadtest"
+    if client not in ("loadtest", "vllm"):
+        raise SystemExit(f"client {client!r}: give loadtest (slotune's arrivals) or vllm (vLLM's client's)")
     scratch = Path("/tmp/kv-tip-draws")
     _inp, model, results = scratch_study(study, scratch)
     _inp, ctx, _model = study_model(study, scratch / "again")
@@ -72,12 +99,12 @@ def main(argv: list[str]) -> int:
     print(
         f"{study.name}, trial {trial}: {engine.num_blocks:,} usable blocks x {engine.block_size}, "
         f"{engine.max_num_seqs} seqs x {engine.max_num_batched_tokens} batched tokens; calibrated on trials "
-        f"{list(cal.trials)} ({cal.family}); {window:g}-s windows",
+        f"{list(cal.trials)} ({cal.family}); {window:g}-s windows; arrivals as {client} sends them",
         flush=True,
     )
     for rate in rates:
         for seed in seeds:
-            print(draw_line(rate, seed, window, engine, cal.costs, demand), flush=True)
+            print(draw_line(rate, seed, window, engine, cal.costs, demand, client), flush=True)
     return 0
 
 
