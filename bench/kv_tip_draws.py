@@ -73,7 +73,7 @@ def draw_line(rate: float, seed: int, window_s: float, engine, costs, demand, cl
 
 
 def main(argv: list[str]) -> int:
-    from offline_model import scratch_study, study_model
+    from offline_model import scratch_study_context
 
     from tuner.search.predict_demand import demand_of
     from tuner.search.predict_model import candidate
@@ -85,8 +85,7 @@ def main(argv: list[str]) -> int:
     if client not in ("loadtest", "vllm"):
         raise SystemExit(f"client {client!r}: give loadtest (slotune's arrivals) or vllm (vLLM's client's)")
     scratch = Path("/tmp/kv-tip-draws")
-    _inp, model, results = scratch_study(study, scratch)
-    _inp, ctx, _model = study_model(study, scratch / "again")
+    _inp, ctx, model, results = scratch_study_context(study, scratch)
     cal = stored_calibration(scratch / "study.db")
     if cal is None:  # a study run without --predict: fit its defaults as tune --predict would before any launch
         print(f"{study.name}: no stored calibration; fitting trial 0 (vLLM's defaults)", flush=True)

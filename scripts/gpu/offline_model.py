@@ -42,8 +42,14 @@ def study_model(study: Path, scratch: Path) -> tuple[Any, Any, Any]:
 
 
 def scratch_study(study: Path, scratch: Path) -> tuple[Any, Any, dict[int, Any]]:
-    """study_model's inputs and Model, and the study's trial results by number, read from a copy of its study.db in
-    ``scratch`` (emptied first): nothing is written beside the committed study."""
+    """study_model's inputs and Model, and the study's trial results by number (scratch_study_context's)."""
+    inp, _ctx, model, results = scratch_study_context(study, scratch)
+    return inp, model, results
+
+
+def scratch_study_context(study: Path, scratch: Path) -> tuple[Any, Any, Any, dict[int, Any]]:
+    """study_model's inputs, trial context and Model, and the study's trial results by number, read from a copy of
+    its study.db in ``scratch`` (emptied first): nothing is written beside the committed study."""
     import shutil
 
     from tuner.search.study import open_study, results_of
@@ -51,9 +57,9 @@ def scratch_study(study: Path, scratch: Path) -> tuple[Any, Any, dict[int, Any]]
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     shutil.copy(study / "study.db", scratch / "study.db")
-    inp, _ctx, model = study_model(study, scratch / "out")
+    inp, ctx, model = study_model(study, scratch / "out")
     opened = open_study(f"sqlite:///{scratch / 'study.db'}", resume=True, seed=0, must_exist=True)
-    return inp, model, {r.number: r for r in results_of(opened)}
+    return inp, ctx, model, {r.number: r for r in results_of(opened)}
 
 
 def print_predictions(configs: dict[str, Any], ctx: Any, cal: Any) -> None:
