@@ -5,10 +5,13 @@ model's preemptions, KV usage peak and p95 TTFT beside the verdict on the SLOs (
 is measured). The same seed gives the same prompt lengths as ``bench/vllm_bench_check.py --seed`` sends
 (PromptFactory); the arrival times are slotune's unless ``vllm`` is given.
 
-    python bench/kv_tip_draws.py results/STUDY TRIAL NUM_GPU_BLOCKS WINDOW_S RATE[,RATE...] SEED[,SEED...] [vllm]
+    python bench/kv_tip_draws.py results/STUDY TRIAL NUM_GPU_BLOCKS WINDOW_S RATE[,RATE...] SEED[,SEED...] \
+        [vllm] [slow=FACTOR[,FACTOR...]]
 
-With ``vllm`` last, each draw is the one vLLM's client sends for that seed: the same prompts, in its shuffled order,
-at its own gamma gaps (``vllm_client_load``).
+With ``vllm``, each draw is the one vLLM's client sends for that seed: the same prompts, in its shuffled order,
+at its own gamma gaps (``vllm_client_load``). With ``slow=``, each draw is also run on machines that many times
+slower than the calibration's (``Costs.slowed``: every step and front-end cost scaled), to ask how much speed an
+edge has to spare.
 """
 
 from __future__ import annotations
@@ -53,19 +56,20 @@ def vllm_client_load(demand, rate: float, count: int, seed: int):  # type: ignor
     return OpenLoad(tuple(float(t) for t in offsets), tuple(requests), rate)
 
 
-def draw_line(rate: float, seed: int, window_s: float, engine, costs, demand, client: str) -> str:  # type: ignore[no-untyped-def]
+def draw_line(rate: float, seed: int, window_s: float, engine, costs, demand, client: str, slow: float) -> str:  # type: ignore[no-untyped-def]
     """One draw: the whole window's requests on a fresh simulated server, judged on all of them; ``client``:
-    ``loadtest`` (slotune's Poisson schedule) or ``vllm`` (vllm_client_load)."""
+    ``loadtest`` (slotune's Poisson schedule) or ``vllm`` (vllm_client_load); ``slow``: the machine's slowdown."""
     from perfmodel.server import Server
 
     t0 = time.perf_counter()
     count = max(1, round(rate * window_s))
     load = vllm_client_load(demand, rate, count, seed) if client == "vllm" else demand.open_level(rate, count, seed)
-    out = Server(engine, costs).run(load, demand.slos)
+    out = Server(engine, costs.slowed(slow)).run(load, demand.slos)
     ttft = out.value("ttft", 95) or float("nan")
     verdict = "held" if out.slo_met(demand.slos) else "missed"
     return (
-        f"rate {rate:8.3f} seed {seed:4d}: {verdict:6s} p95 TTFT {ttft:8.0f} ms, {out.preemptions:6,d} preemptions, "
+        f"rate {rate:8.3f} seed {seed:4d} x{slow:.2f} slower: {verdict:6s} p95 TTFT {ttft:8.0f} ms, "
+        f"{out.preemptions:6,d} preemptions, "
         f"KV peak {100 * out.kv_usage_peak:5.1f} %, running peak {out.running_peak:4d}, "
         f"{sum(r.prompt_tokens for r in load.requests):,} prompt tokens "
         f"({time.perf_counter() - t0:.1f} s)"
@@ -81,9 +85,14 @@ def main(argv: list[str]) -> int:
     study, trial, blocks, window = Path(argv[0]), int(argv[1]), int(argv[2]), float(argv[3])
     rates = [float(r) for r in argv[4].split(",")]
     seeds = [int(s) for s in argv[5].split(",")]
-    client = argv[6] if len(argv) > 6 else "loadtest"
-    if client not in ("loadtest", "vllm"):
-        raise SystemExit(f"client {client!r}: give loadtest (slotune's arrivals) or vllm (vLLM's client's)")
+    client, slows = "loadtest", [1.0]
+    for extra in argv[6:]:
+        if extra.startswith("slow="):
+            slows = [float(f) for f in extra.removeprefix("slow=").split(",")]
+        elif extra in ("loadtest", "vllm"):
+            client = extra
+        else:
+            raise SystemExit(f"{extra!r}: give loadtest or vllm (whose arrivals), or slow=FACTOR[,FACTOR...]")
     scratch = Path("/tmp/kv-tip-draws")
     _inp, ctx, model, results = scratch_study_context(study, scratch)
     cal = stored_calibration(scratch / "study.db")
@@ -103,7 +112,8 @@ def main(argv: list[str]) -> int:
     )
     for rate in rates:
         for seed in seeds:
-            print(draw_line(rate, seed, window, engine, cal.costs, demand, client), flush=True)
+            for slow in slows:
+                print(draw_line(rate, seed, window, engine, cal.costs, demand, client, slow), flush=True)
     return 0
 
 

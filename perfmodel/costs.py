@@ -53,6 +53,13 @@ class Costs:
         host = self.per_seq_s * seqs
         return max(device, host) if self.overlap else device + host
 
+    def slowed(self, factor: float) -> Costs:
+        """These costs on a machine ``factor`` times slower: every time coefficient scaled, the ratios kept."""
+        if factor <= 0:
+            raise ValueError(f"slowdown factor {factor}: give a positive number (1.1 = 10 % slower)")
+        timed = ("fixed_s", "per_prefill_token_s", "per_seq_s", "per_kv_byte_s", "per_request_s", "per_token_s")
+        return replace(self, **{name: getattr(self, name) * factor for name in timed})
+
     def fitted(self) -> tuple[float, ...]:
         return tuple(getattr(self, name) for name in FITTED)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import statistics
 
+import pytest
+
 from launch.config import ServeConfig
 from loadtest.abandon import allowed_misses
 from loadtest.lengths import LengthDist
@@ -52,6 +54,20 @@ def test_a_request_of_n_tokens_alone_takes_n_steps():
         assert math.isclose((s.end_s - s.sent_s), r.output_tokens * d, rel_tol=1e-9)
         if r.output_tokens > 1:
             assert math.isclose(s.latency_ms("tpot"), d * 1e3, rel_tol=1e-9)
+
+
+def test_a_machine_slower_by_a_factor_serves_a_lone_request_that_much_slower():
+    """Costs.slowed scales every time coefficient and keeps the ratios, so a request alone (no queue, no
+    preemption) lasts exactly ``factor`` times as long; a non-positive factor is refused."""
+    costs = Costs(0.005, 2e-5, 3e-5, 1e-13, 0.4, 1e-3, 2e-5)
+    slower = costs.slowed(1.5)
+    assert slower.attn_ratio == costs.attn_ratio
+    req = Request(("x", 0), 300, 40)
+    (fast,) = Server(engine(), costs).run(OpenLoad((0.0,), (req,))).served
+    (slow,) = Server(engine(), slower).run(OpenLoad((0.0,), (req,))).served
+    assert math.isclose(slow.end_s - slow.sent_s, 1.5 * (fast.end_s - fast.sent_s), rel_tol=1e-9)
+    with pytest.raises(ValueError, match="slowdown factor 0"):
+        costs.slowed(0)
 
 
 def test_a_closed_loop_completes_its_clients_over_their_latency():
