@@ -1,7 +1,8 @@
 """The steps after the search, each on fresh servers and each kept in the study (a resume reuses them):
 ``--confirm N`` re-measures the best against its rival (tuner.certify.confirm), certification soaks the best and
 vLLM's defaults (tuner.certify.certified; a speculating winner's twin without speculation too: tuner.certify.spec_rule),
-and the demo's sample answer asks the winner one question (tuner.report.sample_answer). Every step runs through
+the model's spare speed of the stated rate (tuner.certify.spare_speed, with --predict), and the demo's sample answer
+asks the winner one question (tuner.report.sample_answer). Every step runs through
 the run's scheduler and rules: its placement, its Ctrl-C, never its time budget."""
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from tuner.certify.spec_rule import find_twin, speculates, twin_of
 from tuner.certify.summary import Summary
 from tuner.report.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.report.sample_answer import sample_answer
+from tuner.search.predict_spare import STUDY_ATTR as SPARE_ATTR
+from tuner.search.predict_spare import spare_speed_of
 from tuner.search.space import params_of
 from tuner.search.study import finished, results_of, run_study
 from tuner.study_outputs import stored_runs
@@ -140,6 +143,22 @@ def _speculation_twin(r: TuneRun, summary: Summary, device: str | None) -> Trial
         run_study(r.study, total, r.run_one, r.outputs.after_trial, scheduler=r.scheduler.on([device]))
         twin = find_twin(best, results_of(r.study))
     return twin
+
+
+def spare_best(r: TuneRun, best: TrialResult) -> None:
+    """With --predict, where the best has a stated rate: how much slower a machine may be before that rate tips, by
+    the calibrated model (tuner.certify.spare_speed), kept in the study and written out."""
+    cert = stored(r.study).get(best.number)
+    if cert is None or cert.certified_rate is None:
+        return
+    say = functools.partial(r.progress.say, trial=f"certify {best.number}")
+    found = spare_speed_of(r.study, r.tctx, best, cert.certified_rate, cert.soak_s)
+    if isinstance(found, str):
+        say(found)
+        return
+    say(found.line())
+    r.study.set_user_attr(SPARE_ATTR, found.to_dict())
+    r.outputs.write(r.study)
 
 
 def sample_best(r: TuneRun, best: TrialResult, question: str) -> None:

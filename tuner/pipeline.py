@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from launch.fingerprint import model_fingerprint
-from tuner.after_search import certify_best, confirm_best, sample_best
+from tuner.after_search import certify_best, confirm_best, sample_best, spare_best
 from tuner.certify.certified import stored as stored_certifications
 from tuner.certify.confirm import Confirmation
 from tuner.certify.confirm_store import current_confirmation
@@ -85,6 +85,8 @@ def tune(
     for line in certified_lines(results_of(r.study), certs):
         r.progress.say(line, trial="predict")
     summary, _ = apply_rule(certified_summary(summary, certs), results_of(r.study), certs)
+    if inp.settings.predict and summary.best is not None:
+        spare_best(r, summary.best)
     if sample_question and summary.best is not None:
         sample_best(r, summary.best, sample_question)
     confirmation = current_confirmation(stored_runs(r.study), summary)

@@ -21,6 +21,8 @@ from tuner.inputs import Inputs
 from tuner.report.outputs import write_outputs
 from tuner.report.report_html import write_report
 from tuner.report.sample_answer import STUDY_ATTR as SAMPLE_ATTR
+from tuner.search.predict_spare import STUDY_ATTR as SPARE_ATTR
+from tuner.search.predict_spare import current_spare
 from tuner.search.progress import Progress
 from tuner.search.study import results_of, timelines_of
 from tuner.trial.kv_pin import pin_note, pinned
@@ -52,6 +54,8 @@ class StudyOutputs:
         meta, _ = with_confirmations(self.meta, stored_runs(study), summary, state_gain=state_gain)
         if SAMPLE_ATTR in study.user_attrs:
             meta = {**meta, "sample_answer": study.user_attrs[SAMPLE_ATTR]}
+        if (spare := current_spare(study.user_attrs.get(SPARE_ATTR), summary.best, certs)) is not None:
+            meta = {**meta, "spare_speed": spare}
 
         def report(path: Path, results: list[TrialResult], summary: Summary, m: dict[str, Any], **kw: Any) -> None:
             write_report(path, results, summary, m, importances(study), **kw)

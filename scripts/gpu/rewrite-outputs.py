@@ -54,9 +54,11 @@ def rewrite(study: Path) -> None:
     help_text = (ROOT / "tests" / "launch" / "data" / f"help-options-{version}.txt").read_text()
     info = VllmInfo.from_help_text(help_text, python=doc["vllm"]["python"], version=version, platform="cuda")
     outcome = tune(load_inputs(settings, vllm=info), versions=doc["versions"], fingerprint=doc["model"]["fingerprint"])
-    # best.json keeps the settings the study was measured with ('auto' resolved on the H200, not here)
+    # best.json keeps the settings the study was measured with ('auto' resolved on the H200, not here; the
+    # trials it asked for, not the count that finished)
     written = json.loads((study / "best.json").read_text())
-    written["settings"]["emulate_on"] = doc["settings"]["emulate_on"]
+    for key in ("emulate_on", "trials"):
+        written["settings"][key] = doc["settings"][key]
     (study / "best.json").write_text(json.dumps(written, indent=2, default=str))
     print(f"{study}: {outcome.headline.line() if outcome.headline else 'no headline'}")
 

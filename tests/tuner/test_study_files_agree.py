@@ -37,6 +37,11 @@ def disagreements(study: Path) -> list[str]:
     report = study / "report.html"
     if report.exists() and headline["line"] not in html.unescape(report.read_text()):
         found.append(f"report.html lacks best.json's headline {headline['line']!r}")
+    spare = json.loads((study / "best.json").read_text()).get("spare_speed")
+    if spare and report.exists() and spare["line"] not in html.unescape(report.read_text()):
+        found.append(f"report.html lacks best.json's spare speed {spare['line']!r}")
+    if spare and (spare["trial"] != trial or abs(spare["rate_req_s"] - (certified or 0.0)) > 5e-4):
+        found.append(f"best.json: spare speed of trial {spare['trial']} at {spare['rate_req_s']}, stated {certified}")
     table = study / "trials.csv"
     if table.exists():
         rows = {int(r["number"]): r for r in csv.DictReader(table.open())}
@@ -68,3 +73,19 @@ def test_a_rewritten_file_is_named(tmp_path: Path) -> None:
         "launch.sh: capacity 71.812, best.json: 62.246",
         "README.md never states the certified 62.246 req/s",
     ]
+
+
+def test_a_spare_speed_the_report_does_not_state_is_named(tmp_path: Path) -> None:
+    study = tmp_path / "study"
+    study.mkdir()
+    source = ROOT / "results" / "h200-llama-3-8b-a30-predict-2026-12-03-d"
+    doc = json.loads((source / "best.json").read_text())
+    trial, rate = doc["headline"]["best_trial"], doc["headline"]["certified_rate_req_s"]
+    doc["spare_speed"] = {"trial": trial, "rate_req_s": rate, "line": "spare speed of trial 2: a line"}
+    (study / "best.json").write_text(json.dumps(doc))
+    (study / "report.html").write_text((source / "report.html").read_text())
+    assert disagreements(study) == ["report.html lacks best.json's spare speed 'spare speed of trial 2: a line'"]
+    doc["spare_speed"]["rate_req_s"] = rate * 1.1
+    (study / "best.json").write_text(json.dumps(doc))
+    (study / "report.html").write_text("<p>" + doc["headline"]["line"] + "spare speed of trial 2: a line</p>")
+    assert disagreements(study) == [f"best.json: spare speed of trial {trial} at {rate * 1.1}, stated {rate}"]

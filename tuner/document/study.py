@@ -15,6 +15,7 @@ from typing import TypeVar
 from loadtest.textfile import read_json
 from tuner.certify.certification import Certification
 from tuner.certify.confirm import Confirmation
+from tuner.certify.spare_speed import SpareSpeed
 from tuner.certify.spec_rule import SpecVerdict
 from tuner.document.checks import (
     ConfirmRun,
@@ -87,6 +88,7 @@ class StudyDocument:
     confirmations: tuple[ConfirmRun, ...]  # every --confirm run
     confirmation: Confirmation | None  # those of the current best and rival, merged
     sample_answer: StoredAnswer | None
+    spare_speed: SpareSpeed | None  # tune --predict: how much slower a machine may be before the stated rate tips
     speculation: SpecVerdict | None  # the rule's verdict on a speculating best
     speculation_lost: str | None  # what speculating trials measured when the best does not speculate
     predictions: tuple[Prediction, ...]  # tune --predict
@@ -138,6 +140,7 @@ class StudyDocument:
             confirmations=_each(f, "confirmations", ConfirmRun.from_fields),
             confirmation=_opt(f, "confirmation", confirmation),
             sample_answer=_opt(f, "sample_answer", StoredAnswer.from_fields),
+            spare_speed=_opt(f, "spare_speed", lambda sub: sub.record(SpareSpeed.from_dict)),
             speculation=_opt(f, "speculation", speculation),
             speculation_lost=f.opt_text("speculation_lost"),
             predictions=_each(f, "predictions", Prediction.from_fields),

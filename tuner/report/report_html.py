@@ -68,6 +68,12 @@ def _speculation(meta: dict[str, Any]) -> str:
     return f"<h2>Speculative decoding</h2><p>{escape(str(spec['line'] if spec else lost))}</p>"
 
 
+def _spare(meta: dict[str, Any]) -> str:
+    """How much slower a machine may be before the stated rate tips, by the model (tuner.certify.spare_speed)."""
+    spare = meta.get("spare_speed")
+    return f'<p class="note">{escape(str(spare["line"]))}</p>' if spare else ""
+
+
 def _sample(meta: dict[str, Any]) -> str:
     """The winner's answer to one question (tuner.report.sample_answer), when it was asked."""
     sample = meta.get("sample_answer")
@@ -194,7 +200,8 @@ def render(
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>slotune report</title>"
         f"<style>{CSS}</style></head><body><h1>slotune report</h1>{_headline(summary, meta, headline)}{notes}"
-        f"<h2>Certification</h2>{_certifications(certifications or {})}{_speculation(meta)}{_sample(meta)}"
+        f"<h2>Certification</h2>{_certifications(certifications or {})}{_spare(meta)}{_speculation(meta)}"
+        f"{_sample(meta)}"
         f"<h2>Cost</h2><pre>{escape(chr(10).join(cost)) or 'not stated'}</pre>"
         f"<h2>Winning configuration</h2><table>{best_cfg or '<tr><td>none</td></tr>'}</table>"
         f"<h2>Charts</h2>{_charts(results, summary, importances or {})}{predicted_section(results, certifications)}"

@@ -1,0 +1,89 @@
+"""tuner.certify.spare_speed: how much slower a machine may be before a stated rate tips, by the model; and
+tuner.search.predict_spare.current_spare, which keeps a stored one only while it describes the best's stated rate."""
+
+from __future__ import annotations
+
+import html
+from types import SimpleNamespace
+
+import pytest
+
+from loadtest.lengths import LengthDist
+from loadtest.slo import parse_slos
+from loadtest.workload import Workload
+from perfmodel.config import EngineConfig
+from perfmodel.costs import Costs
+from perfmodel.traffic import Demand
+from tuner.certify.spare_speed import SlowedDraws, SpareSpeed, spare_speed
+from tuner.report.report_html import _spare
+from tuner.search.predict_spare import current_spare
+
+
+def one_at_a_time(step_s: float) -> tuple[EngineConfig, Costs, Demand]:
+    """One sequence at a time, one-token answers, every step ``step_s``: an M/D/1 queue whose load is rate x step."""
+    engine = EngineConfig(1, 8192, True, False, 100_000, 16, 8192, 0)
+    costs = Costs(step_s, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    workload = Workload("tiny", LengthDist("fixed", 8, 8), LengthDist("fixed", 1, 1))
+    return engine, costs, Demand(workload, parse_slos("ttft_p95=500ms"))
+
+
+def test_a_queue_at_70_percent_load_holds_here_and_tips_once_its_steps_outlast_the_gaps():
+    """rate x step = 0.7: at 1.0x the p95 wait stays far under the SLO; 1.3x slower is 0.91 load, 1.5x is over 1
+    (the queue grows without bound), so the model must see the rate tip by then."""
+    engine, costs, demand = one_at_a_time(0.01)
+    found = spare_speed(3, 70.0, 60.0, engine, costs, demand, (0,), factors=(1.0, 1.1, 1.3, 1.5, 2.0))
+    assert found.spare is not None and found.spare >= 1.1
+    tip = found.tips_at
+    assert tip is not None and tip.factor <= 1.5 and tip.held < tip.draws
+    assert found.slowed[-1] == tip  # once every draw tipped, slower machines are not tried
+    assert found.slowed[0] == SlowedDraws(1.0, 4, 4, 0)
+
+
+def test_without_the_slowdown_every_factor_would_hold():
+    """The same queue at a tenth of the load holds on every machine tried: nothing tips."""
+    engine, costs, demand = one_at_a_time(0.001)
+    found = spare_speed(3, 70.0, 30.0, engine, costs, demand, (0,), factors=(1.0, 1.3))
+    assert found.tips_at is None and found.spare == 1.3
+    assert "held 4 of 4 draws on steps up to 30 % slower" in found.line()
+
+
+def record(*held: int) -> SpareSpeed:
+    factors = (1.0, 1.05, 1.1, 1.15)
+    slowed = tuple(SlowedDraws(f, h, 4, 10 * k) for k, (f, h) in enumerate(zip(factors, held, strict=False)))
+    return SpareSpeed(1, 59.595, 90.0, (0, 1), slowed)
+
+
+def test_the_spare_speed_is_the_last_factor_before_the_first_tipped_draw():
+    spare = record(4, 4, 2, 0)
+    assert spare.spare == 1.05 and spare.tips_at == SlowedDraws(1.1, 2, 4, 20)
+    assert spare.line() == (
+        "spare speed of trial 1 (the performance model, calibrated on trials 0, 1): 59.595 req/s over 90-s windows "
+        "held 4 of 4 draws on steps up to 5 % slower; 10 % slower, 2 of 4 draws tipped (up to 20 preemptions a "
+        "draw): a figure for machines at most about 5 % slower than the one that measured it"
+    )
+    assert SpareSpeed.from_dict(spare.to_dict()) == spare
+
+
+def test_a_rate_the_model_does_not_see_hold_says_so():
+    spare = record(3)
+    assert spare.spare is None
+    assert spare.line().endswith("1 of 4 draws tipped (up to 0 preemptions a draw) at this machine's own speed; "
+                                 "the model does not see this rate hold")  # fmt: skip
+
+
+def test_a_stored_spare_speed_is_stated_only_for_the_current_best_at_its_stated_rate():
+    stored = record(4, 4, 2).to_dict()
+    best = SimpleNamespace(number=1)
+    cert = SimpleNamespace(certified_rate=59.595)
+    assert current_spare(stored, best, {1: cert}) == stored  # type: ignore[arg-type]
+    assert current_spare(stored, best, {1: SimpleNamespace(certified_rate=53.636)}) is None  # type: ignore[arg-type]
+    assert current_spare(stored, SimpleNamespace(number=2), {2: cert}) is None  # type: ignore[arg-type]
+    assert current_spare(None, best, {1: cert}) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("meta", [{}, {"spare_speed": record(4, 2).to_dict()}])
+def test_the_report_states_the_line_best_json_keeps(meta):
+    shown = html.unescape(_spare(meta))
+    assert (meta == {}) == (shown == "")
+    if meta:
+        assert meta["spare_speed"]["line"] in shown

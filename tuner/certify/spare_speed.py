@@ -1,0 +1,136 @@
+"""How much slower than the certifying machine a machine may be before the stated rate tips: the study's calibrated
+performance model serves the certified configuration at its stated rate, over the soak's window, for a few draws,
+on steps 5 %, 10 %, ... slower (perfmodel.costs.Costs.slowed).
+
+Why: fresh machines of one card type differ. At run h's KV-bound edge the same two draws held on one H100 and
+tipped on another whose steps ran 12-17 % slower a token, and the model, on steps 10 % slower, gave the tipped draws'
+preemptions (results/gpu-run-h-seeds-again-2026-12-07, results/perfmodel-kv-edge-draws-2026-12-07). A soak on one
+machine cannot see that margin; the model can, in seconds. Past the tip its TTFT is too low, so a draw counts as
+tipped on its preemptions as well as on its SLOs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from perfmodel.config import EngineConfig
+    from perfmodel.costs import Costs
+    from perfmodel.traffic import Demand
+
+SLOWDOWNS = (1.0, 1.05, 1.1, 1.15, 1.2, 1.3)
+DRAWS = 4
+# a draw that preempted more of its requests than this has tipped: run h's draws that missed preempted 1.6-3.8 %,
+# those that held 0.25 % at most
+TIPPED_PREEMPTED = 0.01
+STUDY_ATTR = "spare_speed"
+
+
+@dataclass(frozen=True)
+class SlowedDraws:
+    """The draws on steps ``factor`` times as long: how many held (met the SLOs without tipping), the most a draw
+    preempted."""
+
+    factor: float
+    held: int
+    draws: int
+    preemptions_max: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"factor": self.factor, "held": self.held, "draws": self.draws, "preemptions_max": self.preemptions_max}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SlowedDraws:
+        return cls(float(d["factor"]), int(d["held"]), int(d["draws"]), int(d["preemptions_max"]))
+
+
+@dataclass(frozen=True)
+class SpareSpeed:
+    """The stated rate of ``trial`` on machines slower by each factor, by the model calibrated on ``calibrated_on``."""
+
+    trial: int
+    rate_req_s: float
+    window_s: float
+    calibrated_on: tuple[int, ...]
+    slowed: tuple[SlowedDraws, ...]
+
+    @property
+    def spare(self) -> float | None:
+        """The largest slowdown at which every draw held, every smaller one holding too; None: not even at 1.0."""
+        last = None
+        for s in self.slowed:
+            if s.held < s.draws:
+                break
+            last = s.factor
+        return last
+
+    @property
+    def tips_at(self) -> SlowedDraws | None:
+        """The first slowdown at which a draw tipped; None: none did up to the slowest tried."""
+        return next((s for s in self.slowed if s.held < s.draws), None)
+
+    def line(self) -> str:
+        trials = ", ".join(str(t) for t in self.calibrated_on)
+        head = (
+            f"spare speed of trial {self.trial} (the performance model, calibrated on trials {trials}): "
+            f"{self.rate_req_s:.3f} req/s over {self.window_s:.0f}-s windows"
+        )
+        tip, spare, n = self.tips_at, self.spare, self.slowed[0].draws
+        if tip is None:
+            return f"{head} held {n} of {n} draws on steps up to {_pct(self.slowed[-1].factor)} slower"
+        tipped = f"{tip.draws - tip.held} of {n} draws tipped (up to {tip.preemptions_max:,} preemptions a draw)"
+        if spare is None:
+            return f"{head}: {tipped} at this machine's own speed; the model does not see this rate hold"
+        return (
+            f"{head} held {n} of {n} draws on steps up to {_pct(spare)} slower; {_pct(tip.factor)} slower, "
+            f"{tipped}: a figure for machines at most about {_pct(spare)} slower than the one that measured it"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trial": self.trial,
+            "rate_req_s": self.rate_req_s,
+            "window_s": self.window_s,
+            "calibrated_on": list(self.calibrated_on),
+            "slowed": [s.to_dict() for s in self.slowed],
+            "spare": self.spare,
+            "line": self.line(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SpareSpeed:
+        slowed = tuple(SlowedDraws.from_dict(s) for s in d["slowed"])
+        calibrated = tuple(int(t) for t in d["calibrated_on"])
+        return cls(int(d["trial"]), float(d["rate_req_s"]), float(d["window_s"]), calibrated, slowed)
+
+
+def _pct(factor: float) -> str:
+    return f"{100 * (factor - 1):.0f} %"
+
+
+def spare_speed(
+    trial: int,
+    rate: float,
+    window_s: float,
+    engine: EngineConfig,
+    costs: Costs,
+    demand: Demand,
+    calibrated_on: tuple[int, ...],
+    draws: int = DRAWS,
+    factors: tuple[float, ...] = SLOWDOWNS,
+) -> SpareSpeed:
+    """``rate`` for ``window_s`` on ``engine``, ``draws`` seeded draws (seeds 1, 2, ...) at each slowdown of
+    ``costs``, slowest last; once every draw tips, slower machines are not tried."""
+    from perfmodel.server import Server
+
+    count = max(1, round(rate * window_s))
+    loads = [demand.open_level(rate, count, seed) for seed in range(1, draws + 1)]
+    slowed: list[SlowedDraws] = []
+    for factor in factors:
+        outs = [Server(engine, costs.slowed(factor)).run(load, demand.slos) for load in loads]
+        held = sum(o.slo_met(demand.slos) and o.preemptions <= TIPPED_PREEMPTED * count for o in outs)
+        slowed.append(SlowedDraws(factor, held, draws, max(o.preemptions for o in outs)))
+        if held == 0:
+            break
+    return SpareSpeed(trial, rate, window_s, calibrated_on, tuple(slowed))

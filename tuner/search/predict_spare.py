@@ -1,0 +1,62 @@
+"""The best's spare speed as ``tune --predict`` states it (tuner.certify.spare_speed): its family's calibration from
+the study, its configuration with the KV blocks its server had, the study's demand; and whether a stored one still
+describes the current best and its stated rate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from perfmodel.family import family_of
+from perfmodel.rank import Calibration
+from tuner.certify.spare_speed import STUDY_ATTR, SpareSpeed, spare_speed
+from tuner.search.families import FAMILIES_ATTR, Calibrations, modelled
+from tuner.search.predict_demand import demand_of
+from tuner.search.predict_fit import CALIBRATION_ATTR
+from tuner.search.predict_model import candidate
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tuner.certify.certification import Certification
+    from tuner.trial.context import TrialContext
+    from tuner.trial.result import TrialResult
+
+
+def spare_speed_of(
+    study: optuna.Study, ctx: TrialContext, best: TrialResult, rate: float, window_s: float
+) -> SpareSpeed | str:
+    """``best`` at its stated ``rate`` over ``window_s`` on slower machines, by its family's calibration in
+    ``study``; else why the model cannot say (a line for the console)."""
+    family = family_of(best.launched or best.config)  # as the refits name it (tuner.search.predict_fit)
+    if not modelled(family):
+        return f"spare speed of trial {best.number}: not stated, the model has no speculative steps"
+    stored = study.user_attrs.get(CALIBRATION_ATTR)
+    others = study.user_attrs.get(FAMILIES_ATTR, [])
+    cal = Calibrations.of_stored(Calibration.from_dict(stored), others).of(family) if stored else None
+    if cal is None:
+        return f"spare speed of trial {best.number}: not stated, its engine family ({family}) was not calibrated"
+    found = candidate(best.config, ctx)  # budgeted as the trial was (the launched one has the emulation's gmu)
+    if found is None:
+        return f"spare speed of trial {best.number}: not stated, the KV budget drops its configuration"
+    engine = found.engine
+    tokens = best.readback.kv_cache_size_tokens if best.readback else None
+    if tokens:  # the blocks its server had (the soaks' too: launch.sh pins them)
+        engine = engine.with_blocks(tokens // engine.block_size)
+    trials = tuple(sorted(set(cal.trials)))
+    return spare_speed(best.number, rate, window_s, engine, cal.costs, demand_of(ctx), trials)
+
+
+def current_spare(
+    stored: Mapping[str, Any] | None, best: TrialResult | None, certs: Mapping[int, Certification]
+) -> dict[str, Any] | None:
+    """The stored spare speed (``study.user_attrs[STUDY_ATTR]``) where it is of ``best`` at its stated rate now;
+    None where the best or its rate has changed since (a resumed study re-certified)."""
+    if not stored or best is None or best.number not in certs:
+        return None
+    rate = certs[best.number].certified_rate
+    same = stored.get("trial") == best.number and rate is not None and abs(stored["rate_req_s"] - rate) < 1e-9
+    return dict(stored) if same else None
+
+
+__all__ = ["STUDY_ATTR", "current_spare", "spare_speed_of"]
