@@ -152,7 +152,7 @@ def spare_best(r: TuneRun, best: TrialResult) -> None:
     if cert is None or cert.certified_rate is None:
         return
     say = functools.partial(r.progress.say, trial=f"certify {best.number}")
-    found = spare_speed_of(r.study, r.tctx, best, cert.certified_rate, cert.soak_s)
+    found = spare_speed_of(r.study, r.tctx, best, cert)
     if isinstance(found, str):
         say(found)
         return

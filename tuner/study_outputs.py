@@ -16,6 +16,7 @@ from launch.machine import MeasuredOn
 from tuner.certify.certified import stored as stored_certifications
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, with_confirmations
 from tuner.certify.headline import CONFIRMED, Headline, headline
+from tuner.certify.spec_rule import apply_rule
 from tuner.certify.summary import Summary, certified_summary, summarize
 from tuner.inputs import Inputs
 from tuner.report.outputs import write_outputs
@@ -38,6 +39,7 @@ class StudyOutputs:
     ) -> None:
         self.inp, self.meta, self.fingerprint, self.nice, self.progress = inp, meta, fingerprint, nice, progress
         self.best_capacity: float | None = summarize(results_of(study)).best_capacity
+        self.spare: dict[str, Any] | None = None  # the spare speed the files being written state (launch.sh's too)
 
     def after_trial(self, study: optuna.Study) -> None:
         summary = self.write(study)
@@ -54,8 +56,10 @@ class StudyOutputs:
         meta, _ = with_confirmations(self.meta, stored_runs(study), summary, state_gain=state_gain)
         if SAMPLE_ATTR in study.user_attrs:
             meta = {**meta, "sample_answer": study.user_attrs[SAMPLE_ATTR]}
-        if (spare := current_spare(study.user_attrs.get(SPARE_ATTR), summary.best, certs)) is not None:
-            meta = {**meta, "spare_speed": spare}
+        ruled, _ = apply_rule(summary, results, certs)  # the best every file states (write_outputs rules the same)
+        self.spare = current_spare(study.user_attrs.get(SPARE_ATTR), ruled.best, certs)
+        if self.spare is not None:
+            meta = {**meta, "spare_speed": self.spare}
 
         def report(path: Path, results: list[TrialResult], summary: Summary, m: dict[str, Any], **kw: Any) -> None:
             write_report(path, results, summary, m, importances(study), **kw)
@@ -72,6 +76,8 @@ class StudyOutputs:
     def _script(self, path: Path, best: TrialResult, head: Headline) -> None:
         config = self.deployed(best)
         note = launch_note(best, head, self.inp.settings.slo, self.inp.workload.name)
+        if self.spare is not None:
+            note += f"\n{self.spare['line']}"
         if (pin := pin_note(best.config, config, best.readback)) is not None:
             note += "\n" + pin
         launch_script.write_launch_script(

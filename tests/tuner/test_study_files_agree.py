@@ -40,6 +40,8 @@ def disagreements(study: Path) -> list[str]:
     spare = json.loads((study / "best.json").read_text()).get("spare_speed")
     if spare and report.exists() and spare["line"] not in html.unescape(report.read_text()):
         found.append(f"report.html lacks best.json's spare speed {spare['line']!r}")
+    if spare and launch.exists() and f"# {spare['line']}\n" not in launch.read_text():
+        found.append(f"launch.sh lacks best.json's spare speed {spare['line']!r}")
     if spare and (spare["trial"] != trial or abs(spare["rate_req_s"] - (certified or 0.0)) > 5e-4):
         found.append(f"best.json: spare speed of trial {spare['trial']} at {spare['rate_req_s']}, stated {certified}")
     table = study / "trials.csv"

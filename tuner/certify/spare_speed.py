@@ -54,6 +54,9 @@ class SpareSpeed:
     window_s: float
     calibrated_on: tuple[int, ...]
     slowed: tuple[SlowedDraws, ...]
+    # how far the model's capacity of this trial, predicted before its launch, was off the rate its soaks held; None
+    # where it was not predicted (vLLM's defaults, a family's first launch: the model was fitted on it)
+    predicted_error_vs_held: float | None = None
 
     @property
     def spare(self) -> float | None:
@@ -72,16 +75,30 @@ class SpareSpeed:
 
     def line(self) -> str:
         trials = ", ".join(str(t) for t in self.calibrated_on)
+        err = self.predicted_error_vs_held
+        trust = (
+            f"its capacity predicted {100 * err:+.1f} % off the rate held"
+            if err is not None
+            else "not predicted before its launch"
+        )
         head = (
-            f"spare speed of trial {self.trial} (the performance model, calibrated on trials {trials}): "
+            f"spare speed of trial {self.trial} (the performance model, calibrated on trials {trials}; {trust}): "
             f"{self.rate_req_s:.3f} req/s over {self.window_s:.0f}-s windows"
         )
         tip, spare, n = self.tips_at, self.spare, self.slowed[0].draws
         if tip is None:
             return f"{head} held {n} of {n} draws on steps up to {_pct(self.slowed[-1].factor)} slower"
         tipped = f"{tip.draws - tip.held} of {n} draws tipped (up to {tip.preemptions_max:,} preemptions a draw)"
-        if spare is None:
-            return f"{head}: {tipped} at this machine's own speed; the model does not see this rate hold"
+        if spare is None:  # the model does not reproduce the soaks that held: it says nothing of slower machines
+            return (
+                f"{head}: not stated, {tipped} at the speed that certified it, where the soaks held: the model does "
+                "not describe this edge"
+            )
+        if spare == 1.0:
+            return (
+                f"{head} held {n} of {n} draws at the speed that certified it; {_pct(tip.factor)} slower, {tipped}: "
+                "a figure for machines no slower than the one that measured it"
+            )
         return (
             f"{head} held {n} of {n} draws on steps up to {_pct(spare)} slower; {_pct(tip.factor)} slower, "
             f"{tipped}: a figure for machines at most about {_pct(spare)} slower than the one that measured it"
@@ -94,6 +111,7 @@ class SpareSpeed:
             "window_s": self.window_s,
             "calibrated_on": list(self.calibrated_on),
             "slowed": [s.to_dict() for s in self.slowed],
+            "predicted_error_vs_held": self.predicted_error_vs_held,
             "spare": self.spare,
             "line": self.line(),
         }
@@ -102,7 +120,9 @@ class SpareSpeed:
     def from_dict(cls, d: dict[str, Any]) -> SpareSpeed:
         slowed = tuple(SlowedDraws.from_dict(s) for s in d["slowed"])
         calibrated = tuple(int(t) for t in d["calibrated_on"])
-        return cls(int(d["trial"]), float(d["rate_req_s"]), float(d["window_s"]), calibrated, slowed)
+        err = d.get("predicted_error_vs_held")
+        rate, window = float(d["rate_req_s"]), float(d["window_s"])
+        return cls(int(d["trial"]), rate, window, calibrated, slowed, None if err is None else float(err))
 
 
 def _pct(factor: float) -> str:
@@ -117,6 +137,7 @@ def spare_speed(
     costs: Costs,
     demand: Demand,
     calibrated_on: tuple[int, ...],
+    predicted_error_vs_held: float | None = None,
     draws: int = DRAWS,
     factors: tuple[float, ...] = SLOWDOWNS,
 ) -> SpareSpeed:
@@ -133,4 +154,4 @@ def spare_speed(
         slowed.append(SlowedDraws(factor, held, draws, max(o.preemptions for o in outs)))
         if held == 0:
             break
-    return SpareSpeed(trial, rate, window_s, calibrated_on, tuple(slowed))
+    return SpareSpeed(trial, rate, window_s, calibrated_on, tuple(slowed), predicted_error_vs_held)

@@ -23,11 +23,9 @@ if TYPE_CHECKING:
     from tuner.trial.result import TrialResult
 
 
-def spare_speed_of(
-    study: optuna.Study, ctx: TrialContext, best: TrialResult, rate: float, window_s: float
-) -> SpareSpeed | str:
-    """``best`` at its stated ``rate`` over ``window_s`` on slower machines, by its family's calibration in
-    ``study``; else why the model cannot say (a line for the console)."""
+def spare_speed_of(study: optuna.Study, ctx: TrialContext, best: TrialResult, cert: Certification) -> SpareSpeed | str:
+    """``best`` at the rate ``cert`` states, over its soaks' window, on slower machines, by its family's calibration
+    in ``study``; else why the model cannot say (a line for the console)."""
     family = family_of(best.launched or best.config)  # as the refits name it (tuner.search.predict_fit)
     if not modelled(family):
         return f"spare speed of trial {best.number}: not stated, the model has no speculative steps"
@@ -44,7 +42,10 @@ def spare_speed_of(
     if tokens:  # the blocks its server had (the soaks' too: launch.sh pins them)
         engine = engine.with_blocks(tokens // engine.block_size)
     trials = tuple(sorted(set(cal.trials)))
-    return spare_speed(best.number, rate, window_s, engine, cal.costs, demand_of(ctx), trials)
+    rate, held = cert.certified_rate or 0.0, cert.held_rate
+    predicted = best.predicted.capacity_req_s if best.predicted else None
+    error = (predicted - held) / held if predicted is not None and held else None
+    return spare_speed(best.number, rate, cert.soak_s, engine, cal.costs, demand_of(ctx), trials, error)
 
 
 def current_spare(

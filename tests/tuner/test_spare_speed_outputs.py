@@ -1,0 +1,58 @@
+"""tune --predict states the winner's spare speed in every file: run h's committed study (an H100, the A30's memory
+emulated) re-written from its study.db through tune's own steps (scripts/gpu/rewrite-outputs.py: nothing measured),
+first without the stored spare speed, so that tune computes it again."""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tuner.certify.spare_speed import STUDY_ATTR
+from tuner.search.study import open_study
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN_H = ROOT / "results" / "gpu-run-h-edge-rule-2026-12-06"
+
+
+def rewrite(study: Path) -> None:
+    spec = importlib.util.spec_from_file_location("rewrite_outputs", ROOT / "scripts" / "gpu" / "rewrite-outputs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.rewrite(study)
+
+
+def copy_without_spare(tmp_path: Path, predict: bool) -> Path:
+    study = tmp_path / "run-h"
+    shutil.copytree(RUN_H, study)
+    open_study(f"sqlite:///{study / 'study.db'}", resume=True, seed=0).set_user_attr(STUDY_ATTR, None)
+    doc = json.loads((study / "best.json").read_text())
+    doc["settings"]["predict"] = predict
+    doc.pop("spare_speed", None)
+    (study / "best.json").write_text(json.dumps(doc))
+    return study
+
+
+@pytest.mark.xdist_group("run-h-model")  # both build the config-only model run h's settings name
+def test_tune_predict_states_the_spare_speed_in_best_json_launch_sh_and_the_report(tmp_path):
+    study = copy_without_spare(tmp_path, predict=True)
+    rewrite(study)
+    spare = json.loads((study / "best.json").read_text())["spare_speed"]
+    assert spare["trial"] == 1 and round(spare["rate_req_s"], 3) == 59.595 and spare["window_s"] == 90.0
+    assert spare["spare"] is not None and 1.0 <= spare["spare"] < 1.3  # run h's edge tips on a slower machine
+    assert spare["slowed"][0]["factor"] == 1.0 and spare["slowed"][-1]["held"] < spare["slowed"][-1]["draws"]
+    assert f"# {spare['line']}\n" in (study / "launch.sh").read_text()
+    assert spare["line"] in html.unescape((study / "report.html").read_text())
+
+
+@pytest.mark.xdist_group("run-h-model")
+def test_without_predict_no_spare_speed_is_stated(tmp_path):
+    study = copy_without_spare(tmp_path, predict=False)
+    rewrite(study)
+    assert "spare_speed" not in json.loads((study / "best.json").read_text())
+    assert "spare speed" not in (study / "launch.sh").read_text()
