@@ -1,7 +1,7 @@
 """The spare speed (tuner.certify.spare_speed) of committed ``tune --predict`` studies' stated rates, replayed
 offline from each study.db: its calibration as stored, its winner with the KV blocks its server had, its soaks'
-window. Prints one line each (figures, not a test; nothing is measured), to set beside what `vllm bench serve`
-found at those rates on other machines.
+window, below the lowest miss above that rate among its soaks and its trial's levels. Prints one line each (figures,
+not a test; nothing is measured), to set beside what `vllm bench serve` found at those rates on other machines.
 
     python bench/spare_speed_replay.py results/STUDY [results/STUDY ...]
 """
@@ -23,6 +23,7 @@ def replay(study: Path, scratch: Path) -> str:
     from offline_model import scratch_study_context
 
     from tuner.certify.certified import stored
+    from tuner.certify.edge import lowest_miss_above
     from tuner.search.predict_spare import spare_speed_of
     from tuner.search.study import open_study
 
@@ -33,7 +34,8 @@ def replay(study: Path, scratch: Path) -> str:
     cert = stored(opened).get(trial) if trial is not None else None
     if cert is None or cert.certified_rate is None:
         return f"{study.name}: no certified winner"
-    found = spare_speed_of(opened, ctx, results[trial], cert)
+    miss = lowest_miss_above(cert.certified_rate, cert.soaks, results[trial].levels)  # its soaks and levels
+    found = spare_speed_of(opened, ctx, results[trial], cert, miss.rate_req_s if miss is not None else None)
     if isinstance(found, str):
         return f"{study.name}: {found}"
     steps = "; ".join(f"x{s.factor:.2f} {s.held}/{s.draws} held, {s.preemptions_max:,} preempted" for s in found.slowed)

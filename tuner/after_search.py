@@ -15,6 +15,7 @@ from tuner.certify.certification import Certification, KeepSoaks, Soak
 from tuner.certify.certified import certify_study, config_levels, floor_rate, keep_gain_check, rate_to_beat, stored
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
+from tuner.certify.edge import lowest_miss_above
 from tuner.certify.gain_check import GainCheck, pending
 from tuner.certify.soak import certify_config, fresh_server, run_soak, window_hint
 from tuner.certify.spec_rule import find_twin, speculates, twin_of
@@ -145,14 +146,16 @@ def _speculation_twin(r: TuneRun, summary: Summary, device: str | None) -> Trial
     return twin
 
 
-def spare_best(r: TuneRun, best: TrialResult) -> None:
+def spare_best(r: TuneRun, summary: Summary) -> None:
     """With --predict, where the best has a stated rate: how much slower a machine may be before that rate tips, by
-    the calibrated model (tuner.certify.spare_speed), kept in the study and written out."""
-    cert = stored(r.study).get(best.number)
-    if cert is None or cert.certified_rate is None:
+    the calibrated model below the study's lowest miss above it (tuner.certify.spare_speed), kept and written out."""
+    best = summary.best
+    cert = stored(r.study).get(best.number) if best is not None else None
+    if best is None or cert is None or cert.certified_rate is None:
         return
     say = functools.partial(r.progress.say, trial=f"certify {best.number}")
-    found = spare_speed_of(r.study, r.tctx, best, cert)
+    miss = lowest_miss_above(cert.certified_rate, cert.soaks, config_levels(summary, best))
+    found = spare_speed_of(r.study, r.tctx, best, cert, miss.rate_req_s if miss is not None else None)
     if isinstance(found, str):
         say(found)
         return

@@ -86,7 +86,7 @@ def tune(
         r.progress.say(line, trial="predict")
     summary, _ = apply_rule(certified_summary(summary, certs), results_of(r.study), certs)
     if inp.settings.predict and summary.best is not None:
-        spare_best(r, summary.best)
+        spare_best(r, summary)
     if sample_question and summary.best is not None:
         sample_best(r, summary.best, sample_question)
     confirmation = current_confirmation(stored_runs(r.study), summary)

@@ -30,7 +30,11 @@ from tuner.settings.tune_settings import TuneSettings  # noqa: E402
 
 
 def model_dirs(settings: TuneSettings) -> None:
+    """The GPU studies' Llama-3-8B-shaped model directories, config-only, where absent. A CPU study's model (a tiny
+    random one, or SmolLM2) has another shape: its directory must be there, as its study made it."""
     for path, extra in ((settings.model, []), (settings.quantized_model, ["--w4a16"])):
+        if path and settings.gpu == "cpu" and not Path(path, "config.json").is_file():
+            raise SystemExit(f"{path}: the study's model directory is absent; make it as the study did (its README)")
         if path and not Path(path, "config.json").is_file():
             cmd = [sys.executable, "-m", "tuner.cli", "make-model", "--out", path, "--shape", "llama-3-8b"]
             subprocess.run([*cmd, "--no-weights", *extra], check=True, cwd=ROOT, capture_output=True)

@@ -9,6 +9,7 @@ import importlib.util
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,12 +20,16 @@ ROOT = Path(__file__).resolve().parents[2]
 RUN_H = ROOT / "results" / "gpu-run-h-edge-rule-2026-12-06"
 
 
-def rewrite(study: Path) -> None:
+def rewrite_outputs() -> Any:
     spec = importlib.util.spec_from_file_location("rewrite_outputs", ROOT / "scripts" / "gpu" / "rewrite-outputs.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.rewrite(study)
+    return module
+
+
+def rewrite(study: Path) -> None:
+    rewrite_outputs().rewrite(study)
 
 
 def copy_without_spare(tmp_path: Path, predict: bool) -> Path:
@@ -56,3 +61,15 @@ def test_without_predict_no_spare_speed_is_stated(tmp_path):
     rewrite(study)
     assert "spare_speed" not in json.loads((study / "best.json").read_text())
     assert "spare speed" not in (study / "launch.sh").read_text()
+
+
+def test_a_cpu_studys_absent_model_is_named_not_made_in_another_shape(tmp_path):
+    """The offline tools rebuild a GPU study's Llama-3-8B-shaped model where it is absent; a CPU study's model has
+    another shape (a tiny Llama, SmolLM2), so its absent directory is named instead (a replay once ran a tiny-Llama
+    study on an 8B shape made in its place)."""
+    from tuner.settings.tune_settings import TuneSettings
+
+    absent = tmp_path / "tiny-llama"
+    with pytest.raises(SystemExit, match="tiny-llama: the study's model directory is absent"):
+        rewrite_outputs().model_dirs(TuneSettings(model=str(absent), gpu="cpu", slo="ttft_p95=2s"))
+    assert not absent.exists()

@@ -7,6 +7,11 @@ tipped on another whose steps ran 12-17 % slower a token, and the model, on step
 preemptions (results/gpu-run-h-seeds-again-2026-12-07, results/perfmodel-kv-edge-draws-2026-12-07). A soak on one
 machine cannot see that margin; the model can, in seconds. Past the tip its TTFT is too low, so a draw counts as
 tipped on its preemptions as well as on its SLOs.
+
+The study's own lowest miss above the stated rate bounds it from measurement: on a machine every step of which is f
+times as long, the stated rate r runs as r x f runs on this one, stretched by f (the same queue, with the SLO's
+milliseconds f times tighter), so a rate m that missed here misses at r on any machine m / r times slower. The
+stated figure is the model's, capped there.
 """
 
 from __future__ import annotations
@@ -57,9 +62,10 @@ class SpareSpeed:
     # how far the model's capacity of this trial, predicted before its launch, was off the rate its soaks held; None
     # where it was not predicted (vLLM's defaults, a family's first launch: the model was fitted on it)
     predicted_error_vs_held: float | None = None
+    missed_above_req_s: float | None = None  # the study's lowest miss above the stated rate (tuner.certify.edge)
 
     @property
-    def spare(self) -> float | None:
+    def modelled(self) -> float | None:
         """The largest slowdown at which every draw held, every smaller one holding too; None: not even at 1.0."""
         last = None
         for s in self.slowed:
@@ -67,6 +73,20 @@ class SpareSpeed:
                 break
             last = s.factor
         return last
+
+    @property
+    def bound(self) -> float | None:
+        """The slowdown at which the study's lowest miss above says the stated rate misses; None: nothing missed."""
+        return self.missed_above_req_s / self.rate_req_s if self.missed_above_req_s else None
+
+    @property
+    def capped(self) -> bool:
+        return self.modelled is not None and self.bound is not None and self.modelled >= self.bound
+
+    @property
+    def spare(self) -> float | None:
+        """The figure stated: the model's, below the measured bound."""
+        return self.bound if self.capped else self.modelled
 
     @property
     def tips_at(self) -> SlowedDraws | None:
@@ -85,7 +105,14 @@ class SpareSpeed:
             f"spare speed of trial {self.trial} (the performance model, calibrated on trials {trials}; {trust}): "
             f"{self.rate_req_s:.3f} req/s over {self.window_s:.0f}-s windows"
         )
-        tip, spare, n = self.tips_at, self.spare, self.slowed[0].draws
+        tip, spare, n = self.tips_at, self.modelled, self.slowed[0].draws
+        if self.capped and self.bound is not None and self.missed_above_req_s is not None:
+            return (
+                f"{head} held {n} of {n} draws on steps up to {_pct(spare or 1.0)} slower, but a rate "
+                f"{_pct(self.bound, 1)} higher, {self.missed_above_req_s:.3f} req/s, missed here, and a machine that "
+                f"much slower serves the stated rate as this one served that: a figure for machines less than "
+                f"{_pct(self.bound, 1)} slower"
+            )
         if tip is None:
             return f"{head} held {n} of {n} draws on steps up to {_pct(self.slowed[-1].factor)} slower"
         tipped = f"{tip.draws - tip.held} of {n} draws tipped (up to {tip.preemptions_max:,} preemptions a draw)"
@@ -112,6 +139,8 @@ class SpareSpeed:
             "calibrated_on": list(self.calibrated_on),
             "slowed": [s.to_dict() for s in self.slowed],
             "predicted_error_vs_held": self.predicted_error_vs_held,
+            "missed_above_req_s": self.missed_above_req_s,
+            "modelled": self.modelled,
             "spare": self.spare,
             "line": self.line(),
         }
@@ -120,13 +149,21 @@ class SpareSpeed:
     def from_dict(cls, d: dict[str, Any]) -> SpareSpeed:
         slowed = tuple(SlowedDraws.from_dict(s) for s in d["slowed"])
         calibrated = tuple(int(t) for t in d["calibrated_on"])
-        err = d.get("predicted_error_vs_held")
+        err, miss = d.get("predicted_error_vs_held"), d.get("missed_above_req_s")
         rate, window = float(d["rate_req_s"]), float(d["window_s"])
-        return cls(int(d["trial"]), rate, window, calibrated, slowed, None if err is None else float(err))
+        return cls(
+            int(d["trial"]),
+            rate,
+            window,
+            calibrated,
+            slowed,
+            None if err is None else float(err),
+            None if miss is None else float(miss),
+        )
 
 
-def _pct(factor: float) -> str:
-    return f"{100 * (factor - 1):.0f} %"
+def _pct(factor: float, digits: int = 0) -> str:
+    return f"{100 * (factor - 1):.{digits}f} %"
 
 
 def spare_speed(
@@ -138,6 +175,7 @@ def spare_speed(
     demand: Demand,
     calibrated_on: tuple[int, ...],
     predicted_error_vs_held: float | None = None,
+    missed_above_req_s: float | None = None,
     draws: int = DRAWS,
     factors: tuple[float, ...] = SLOWDOWNS,
 ) -> SpareSpeed:
@@ -154,4 +192,4 @@ def spare_speed(
         slowed.append(SlowedDraws(factor, held, draws, max(o.preemptions for o in outs)))
         if held == 0:
             break
-    return SpareSpeed(trial, rate, window_s, calibrated_on, tuple(slowed), predicted_error_vs_held)
+    return SpareSpeed(trial, rate, window_s, calibrated_on, tuple(slowed), predicted_error_vs_held, missed_above_req_s)

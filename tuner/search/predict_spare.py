@@ -23,9 +23,12 @@ if TYPE_CHECKING:
     from tuner.trial.result import TrialResult
 
 
-def spare_speed_of(study: optuna.Study, ctx: TrialContext, best: TrialResult, cert: Certification) -> SpareSpeed | str:
+def spare_speed_of(
+    study: optuna.Study, ctx: TrialContext, best: TrialResult, cert: Certification, missed_above: float | None = None
+) -> SpareSpeed | str:
     """``best`` at the rate ``cert`` states, over its soaks' window, on slower machines, by its family's calibration
-    in ``study``; else why the model cannot say (a line for the console)."""
+    in ``study``, below ``missed_above`` (the study's lowest miss above that rate); else why the model cannot say (a
+    line for the console)."""
     family = family_of(best.launched or best.config)  # as the refits name it (tuner.search.predict_fit)
     if not modelled(family):
         return f"spare speed of trial {best.number}: not stated, the model has no speculative steps"
@@ -45,7 +48,7 @@ def spare_speed_of(study: optuna.Study, ctx: TrialContext, best: TrialResult, ce
     rate, held = cert.certified_rate or 0.0, cert.held_rate
     predicted = best.predicted.capacity_req_s if best.predicted else None
     error = (predicted - held) / held if predicted is not None and held else None
-    return spare_speed(best.number, rate, cert.soak_s, engine, cal.costs, demand_of(ctx), trials, error)
+    return spare_speed(best.number, rate, cert.soak_s, engine, cal.costs, demand_of(ctx), trials, error, missed_above)
 
 
 def current_spare(
