@@ -23,7 +23,6 @@ def replay(study: Path, scratch: Path) -> str:
     from offline_model import scratch_study_context
 
     from tuner.certify.certified import stored
-    from tuner.certify.edge import lowest_miss_above
     from tuner.search.predict_spare import spare_speed_of
     from tuner.search.study import open_study
 
@@ -34,8 +33,7 @@ def replay(study: Path, scratch: Path) -> str:
     cert = stored(opened).get(trial) if trial is not None else None
     if cert is None or cert.certified_rate is None:
         return f"{study.name}: no certified winner"
-    miss = lowest_miss_above(cert.certified_rate, cert.soaks, results[trial].levels)  # its soaks and levels
-    found = spare_speed_of(opened, ctx, results[trial], cert, miss.rate_req_s if miss is not None else None)
+    found = spare_speed_of(opened, ctx, results[trial], cert, results[trial].levels)
     if isinstance(found, str):
         return f"{study.name}: {found}"
     steps = "; ".join(f"x{s.factor:.2f} {s.held}/{s.draws} held, {s.preemptions_max:,} preempted" for s in found.slowed)

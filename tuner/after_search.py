@@ -15,7 +15,6 @@ from tuner.certify.certification import Certification, KeepSoaks, Soak
 from tuner.certify.certified import certify_study, config_levels, floor_rate, keep_gain_check, rate_to_beat, stored
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
-from tuner.certify.edge import lowest_miss_above
 from tuner.certify.gain_check import GainCheck, pending
 from tuner.certify.soak import certify_config, fresh_server, run_soak, window_hint
 from tuner.certify.spec_rule import find_twin, speculates, twin_of
@@ -154,8 +153,7 @@ def spare_best(r: TuneRun, summary: Summary) -> None:
     if best is None or cert is None or cert.certified_rate is None:
         return
     say = functools.partial(r.progress.say, trial=f"certify {best.number}")
-    miss = lowest_miss_above(cert.certified_rate, cert.soaks, config_levels(summary, best))
-    found = spare_speed_of(r.study, r.tctx, best, cert, miss.rate_req_s if miss is not None else None)
+    found = spare_speed_of(r.study, r.tctx, best, cert, config_levels(summary, best))
     if isinstance(found, str):
         say(found)
         return

@@ -4,11 +4,12 @@ describes the current best and its stated rate."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.family import family_of
 from perfmodel.rank import Calibration
+from tuner.certify.edge import lowest_miss_above
 from tuner.certify.spare_speed import STUDY_ATTR, SpareSpeed, spare_speed
 from tuner.search.families import FAMILIES_ATTR, Calibrations, modelled
 from tuner.search.predict_demand import demand_of
@@ -20,15 +21,16 @@ if TYPE_CHECKING:
 
     from tuner.certify.certification import Certification
     from tuner.trial.context import TrialContext
+    from tuner.trial.level import Level
     from tuner.trial.result import TrialResult
 
 
 def spare_speed_of(
-    study: optuna.Study, ctx: TrialContext, best: TrialResult, cert: Certification, missed_above: float | None = None
+    study: optuna.Study, ctx: TrialContext, best: TrialResult, cert: Certification, levels: Iterable[Level]
 ) -> SpareSpeed | str:
     """``best`` at the rate ``cert`` states, over its soaks' window, on slower machines, by its family's calibration
-    in ``study``, below ``missed_above`` (the study's lowest miss above that rate); else why the model cannot say (a
-    line for the console)."""
+    in ``study``, below the lowest miss above that rate among its soaks and ``levels`` (every measurement of its
+    configuration: tuner.certify.edge); else why the model cannot say (a line for the console)."""
     family = family_of(best.launched or best.config)  # as the refits name it (tuner.search.predict_fit)
     if not modelled(family):
         return f"spare speed of trial {best.number}: not stated, the model has no speculative steps"
@@ -48,7 +50,9 @@ def spare_speed_of(
     rate, held = cert.certified_rate or 0.0, cert.held_rate
     predicted = best.predicted.capacity_req_s if best.predicted else None
     error = (predicted - held) / held if predicted is not None and held else None
-    return spare_speed(best.number, rate, cert.soak_s, engine, cal.costs, demand_of(ctx), trials, error, missed_above)
+    miss = lowest_miss_above(rate, cert.soaks, levels)
+    missed = miss.rate_req_s if miss is not None else None
+    return spare_speed(best.number, rate, cert.soak_s, engine, cal.costs, demand_of(ctx), trials, error, missed)
 
 
 def current_spare(
