@@ -14,6 +14,10 @@
 # own is rendered; JSON_OUT defaults to STUDY_DIR/crosscheck-vllm-bench-trialN-<FACTOR>x.json), at the same rates.
 # CLIENT=loadtest: slotune's own `loadtest` sends the load instead of vLLM's client (the same rate, seconds, seed,
 # workload, output tokens and SLO; its JSON is loadtest's report, judged by its steadiness rules too).
+# SLOW=F: the server runs as on a host F times slower while the benchmarks run (bench/slowed_host.py stops its
+# process group for 1 - 1/F of every 50 ms; the realized factor goes to JSON_OUT's -slowed.txt). PROBE=R:S first
+# sends R req/s for S s twice (seeds 901, 902), as is and then slowed, to -probe-asis.json and -probe-slowed.json:
+# their mean inter-token latencies at that light load tell how much slower the server's steps actually ran.
 set -u
 dir="${1:?study folder}" factor="${2:-1.0}" secs="${3:-120}"
 json="${4:-$dir/crosscheck-${CLIENT:-vllm}-bench-${TRIAL:+trial$TRIAL-}${factor}x.json}"
@@ -39,12 +43,29 @@ name=$(sed -n 's/^SERVED_NAME=//p' "$dir/launch.sh" | head -1)
 log=$(mktemp /tmp/cpu-crosscheck-XXXX.log)
 PORT=$port setsid bash "$dir/launch.sh" > "$log" 2>&1 &
 pid=$!
-trap 'kill -TERM -- -$pid 2>/dev/null; sleep 5; kill -KILL -- -$pid 2>/dev/null' EXIT
+slower=""
+unslow() { [ -n "$slower" ] && kill -TERM "$slower" 2>/dev/null && wait "$slower"; slower=""; }
+trap 'unslow; kill -CONT -- -$pid 2>/dev/null; kill -TERM -- -$pid 2>/dev/null; sleep 5; kill -KILL -- -$pid 2>/dev/null' EXIT
 for _ in $(seq "${START_TIMEOUT:-300}"); do grep -q "ready: http" "$log" && break; sleep 1; done
 grep -q "ready: http" "$log" || { echo "cpu-crosscheck: $dir/launch.sh not ready (log $log):"; tail -5 "$log"; exit 2; }
 grep -E "launch.sh: (WARNING|a fixed request)" "$log"  # the machine's and the pace's checks (launch.machine, launch.pace)
 echo "[$(date -u +%T)] $(grep "ready: http" "$log")"
 more=(); [ "$out_tokens" != "-" ] && more=(--output-tokens "$out_tokens")
+slow_from() {  # slow the server from now on, logging the realized factor to $1
+  "$py" bench/slowed_host.py --pgid "$pid" --factor "$SLOW" --report "$1" & slower=$!
+}
+if [ -n "${PROBE:-}" ] && [ -n "${SLOW:-}" ]; then
+  probe_seed=901
+  for side in asis slowed; do
+    [ "$side" = slowed ] && { slow_from "${json%.json}-probe-slowed.txt"; probe_seed=902; }
+    echo "[$(date -u +%T)] probe ($side) at ${PROBE%:*} req/s for ${PROBE#*:} s"
+    "$py" bench/vllm_bench_check.py --url "http://127.0.0.1:$port" --model "$name" --tokenizer "$model" \
+      --workload "$workload" "${more[@]}" --rate "${PROBE%:*}" --seconds "${PROBE#*:}" --slo "$slo" \
+      --seed "$probe_seed" --json "${json%.json}-probe-$side.json" > /dev/null 2>&1
+    unslow
+  done
+fi
+[ -n "${SLOW:-}" ] && slow_from "${json%.json}-slowed.txt"
 repeat="${REPEAT:-1}" rc=0
 for i in $(seq "$repeat"); do
   out="$json"; [ "$repeat" -gt 1 ] && out="${json%.json}-run$i.json"
@@ -64,4 +85,6 @@ for i in $(seq "$repeat"); do
   rc=${PIPESTATUS[0]}
   echo "[$(date -u +%T)] done: $out"
 done
+unslow
+[ -n "${SLOW:-}" ] && cat "${json%.json}-slowed.txt"
 exit "$rc"
