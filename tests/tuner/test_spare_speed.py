@@ -8,15 +8,17 @@ from types import SimpleNamespace
 
 import pytest
 
+from loadtest.dist import Dist
 from loadtest.lengths import LengthDist
 from loadtest.slo import parse_slos
 from loadtest.workload import Workload
+from perfmodel.anchor import anchor_speed, mean_tpot_ms
 from perfmodel.config import EngineConfig
 from perfmodel.costs import Costs
 from perfmodel.traffic import Demand
 from tuner.certify.spare_speed import SlowedDraws, SpareSpeed, spare_speed
 from tuner.report.report_html import _spare
-from tuner.search.predict_spare import current_spare
+from tuner.search.predict_spare import current_spare, soaks_kv_tokens, soaks_mean_tpot_ms
 
 
 def one_at_a_time(step_s: float) -> tuple[EngineConfig, Costs, Demand]:
@@ -50,15 +52,16 @@ def test_without_the_slowdown_every_factor_would_hold():
 def record(*held: int, error: float | None = -0.004) -> SpareSpeed:
     factors = (1.0, 1.05, 1.1, 1.15)
     slowed = tuple(SlowedDraws(f, h, 4, 10 * k) for k, (f, h) in enumerate(zip(factors, held, strict=False)))
-    return SpareSpeed(1, 59.595, 90.0, (0, 1), slowed, error)
+    return SpareSpeed(1, 59.595, 90.0, (0, 1), slowed, error, None, 10.56, 1.023)
 
 
 def test_the_spare_speed_is_the_last_factor_before_the_first_tipped_draw():
     spare = record(4, 4, 2, 0)
     assert spare.spare == 1.05 and spare.tips_at == SlowedDraws(1.1, 2, 4, 20)
     assert spare.line() == (
-        "spare speed of trial 1 (the performance model, calibrated on trials 0, 1; its capacity predicted -0.4 % "
-        "off the rate held): 59.595 req/s over 90-s windows held 4 of 4 draws on steps up to 5 % slower; 10 % "
+        "spare speed of trial 1 (the performance model, calibrated on trials 0, 1 and set to the speed of its soaks: "
+        "steps x1.02 the calibration's, for their mean TPOT of 10.6 ms; its capacity predicted -0.4 % off the rate "
+        "held): 59.595 req/s over 90-s windows held 4 of 4 draws on steps up to 5 % slower; 10 % "
         "slower, 2 of 4 draws tipped (up to 20 preemptions a draw): a figure for machines at most about 5 % slower "
         "than the one that measured it"
     )
@@ -83,7 +86,7 @@ def test_the_studys_own_miss_above_caps_what_the_model_spares():
 
 def test_a_trial_the_model_was_fitted_on_says_it_was_not_predicted():
     spare = record(4, 2, error=None)
-    assert "calibrated on trials 0, 1; not predicted before its launch)" in spare.line()
+    assert "for their mean TPOT of 10.6 ms; not predicted before its launch)" in spare.line()
     assert SpareSpeed.from_dict(spare.to_dict()) == spare
 
 
@@ -121,3 +124,72 @@ def test_the_report_states_the_line_best_json_keeps(meta):
     assert (meta == {}) == (shown == "")
     if meta:
         assert meta["spare_speed"]["line"] in shown
+
+
+def one_at_a_time_answering(step_s: float, tokens: int = 5) -> tuple[EngineConfig, Costs, Demand]:
+    """As ``one_at_a_time``, but answers of ``tokens`` tokens: a request's TPOT is then one step."""
+    engine, costs, _ = one_at_a_time(step_s)
+    workload = Workload("tiny", LengthDist("fixed", 8, 8), LengthDist("fixed", tokens, tokens))
+    return engine, costs, Demand(workload, parse_slos("ttft_p95=500ms"))
+
+
+def test_the_model_is_set_to_the_speed_its_soaks_measured_before_it_is_slowed():
+    """The calibration says 2-ms steps; the soaks measured a TPOT the model gives on steps 1.25 times as long. Set to
+    that speed, the stated rate tips at a smaller slowdown than the calibration alone would say."""
+    engine, costs, demand = one_at_a_time_answering(0.002)
+    rate, factors = 50.0, (1.0, 1.1, 1.2, 1.3, 1.4, 1.6, 1.8)  # 5 steps a request: load 0.5 at the calibration
+    loads = [demand.open_level(rate, 600, seed) for seed in (1, 2)]
+    measured = mean_tpot_ms(engine, costs.slowed(1.25), loads)
+    assert measured is not None and measured > mean_tpot_ms(engine, costs, loads)  # type: ignore[operator]
+    assert anchor_speed(engine, costs, loads, measured) == pytest.approx(1.25, rel=1e-3)
+    plain = spare_speed(3, rate, 12.0, engine, costs, demand, (0,), factors=factors)
+    set_to = spare_speed(3, rate, 12.0, engine, costs, demand, (0,), measured_tpot_ms=measured, factors=factors)
+    assert set_to.anchor == pytest.approx(1.25, rel=1e-3) and set_to.measured_tpot_ms == measured
+    assert plain.spare is not None and set_to.spare is not None and set_to.spare < plain.spare
+    assert "and set to the speed of its soaks: steps x1.25 the calibration's, for their mean TPOT of" in set_to.line()
+    assert SpareSpeed.from_dict(set_to.to_dict()) == set_to
+
+
+def test_a_tpot_no_speed_from_half_to_twice_reaches_states_nothing():
+    engine, costs, demand = one_at_a_time_answering(0.002)
+    loads = [demand.open_level(50.0, 200, 1)]
+    assert anchor_speed(engine, costs, loads, 0.5) is None  # faster than half the calibration's steps give
+    found = spare_speed(3, 50.0, 4.0, engine, costs, demand, (0,), measured_tpot_ms=0.5)
+    assert found.unanchorable and found.slowed == () and found.spare is None
+    assert found.line().endswith(
+        ": not stated, no speed from half to twice its calibration's gives the model the soaks' mean TPOT of 0.5 ms: "
+        "the model does not describe this edge"
+    )
+    assert SpareSpeed.from_dict(found.to_dict()) == found
+
+
+def test_the_soaks_tpot_is_weighted_by_their_answers_and_their_kv_tokens_are_the_fewest():
+    def soak(mean: float | None, ok: int, tokens: int | None) -> SimpleNamespace:
+        server = SimpleNamespace(kv_cache_tokens=tokens)
+        return SimpleNamespace(report=SimpleNamespace(tpot_ms=Dist(mean=mean), requests_ok=ok, server=server))
+
+    soaks = [soak(10.0, 100, 54_448), soak(13.0, 300, 48_160), soak(None, 50, None)]
+    assert soaks_mean_tpot_ms(soaks) == pytest.approx(12.25)  # type: ignore[arg-type]
+    assert soaks_kv_tokens(soaks) == 48_160  # type: ignore[arg-type]
+    assert soaks_mean_tpot_ms([]) is None and soaks_kv_tokens([soak(None, 0, None)]) is None  # type: ignore[list-item]
+
+
+def test_a_rate_stated_a_step_below_the_held_one_is_set_to_the_held_soaks_speed_and_says_so():
+    """Run h's first study stated 59.595 req/s, a KV step below the 66.217 its soaks held, and soaked nothing at
+    59.595: the model is set to the speed of the soaks at 66.217."""
+    engine, costs, demand = one_at_a_time_answering(0.002)
+    loads = [demand.open_level(60.0, 720, seed) for seed in (1, 2)]
+    measured = mean_tpot_ms(engine, costs.slowed(1.1), loads)
+    found = spare_speed(3, 50.0, 12.0, engine, costs, demand, (0,), None, None, measured, 60.0, factors=(1.0, 1.2))
+    assert found.anchor == pytest.approx(1.1, rel=1e-3) and found.measured_at_req_s == 60.0
+    assert "set to the speed of its soaks at 60.000 req/s: steps x1.10 the calibration's" in found.line()
+    assert SpareSpeed.from_dict(found.to_dict()) == found
+
+
+def test_without_a_measured_tpot_the_line_says_the_model_was_not_set_to_one():
+    slowed = (SlowedDraws(1.0, 4, 4, 0), SlowedDraws(1.05, 0, 4, 0))
+    spare = SpareSpeed(1, 59.595, 90.0, (0, 1), slowed, None)
+    assert spare.line().startswith(
+        "spare speed of trial 1 (the performance model, calibrated on trials 0, 1, not set to a measured speed (no "
+        "soak that held gave a TPOT); not predicted before its launch): 59.595 req/s"
+    )

@@ -51,6 +51,9 @@ def test_tune_predict_states_the_spare_speed_in_best_json_launch_sh_and_the_repo
     assert spare["trial"] == 1 and round(spare["rate_req_s"], 3) == 59.595 and spare["window_s"] == 90.0
     assert spare["spare"] is not None and 1.0 <= spare["spare"] < 1.3  # run h's edge tips on a slower machine
     assert spare["slowed"][0]["factor"] == 1.0 and spare["slowed"][-1]["held"] < spare["slowed"][-1]["draws"]
+    # set to its soak's speed: the held soak's mean TPOT (10.6 ms) within a few per cent of the calibration's steps
+    assert spare["measured_tpot_ms"] == pytest.approx(10.56, abs=0.01) and 0.95 < spare["anchor"] < 1.1
+    assert "and set to the speed of its soaks: steps x" in spare["line"]
     assert f"# {spare['line']}\n" in (study / "launch.sh").read_text()
     assert spare["line"] in html.unescape((study / "report.html").read_text())
 

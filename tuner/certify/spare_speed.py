@@ -12,6 +12,11 @@ The study's own lowest miss above the stated rate bounds it from measurement: on
 times as long, the stated rate r runs as r x f runs on this one, stretched by f (the same queue, with the SLO's
 milliseconds f times tighter), so a rate m that missed here misses at r on any machine m / r times slower. The
 stated figure is the model's, capped there.
+
+The model is first set to the speed the soaks measured (perfmodel.anchor): its step costs scaled until its mean
+TPOT at the soaks' rate is theirs (the stated rate's held soaks; where the stated rate is a step below the held one
+and was not soaked, the held rate's). A calibration from short levels can be off by tens of per cent at
+the edge (H200 run b's was 30 % slow there); the slowdowns are then counted from the machine that measured.
 """
 
 from __future__ import annotations
@@ -63,6 +68,16 @@ class SpareSpeed:
     # where it was not predicted (vLLM's defaults, a family's first launch: the model was fitted on it)
     predicted_error_vs_held: float | None = None
     missed_above_req_s: float | None = None  # the study's lowest miss above the stated rate (tuner.certify.edge)
+    measured_tpot_ms: float | None = None  # the held soaks' mean TPOT; None: no soak gave one
+    # the factor on the calibration's steps that gives that TPOT, the slowdowns' 1.0; None: not anchored (no TPOT
+    # given, or, with one, no factor from 0.5 to 2 reaches it: then nothing is stated)
+    anchor: float | None = None
+    measured_at_req_s: float | None = None  # the rate those soaks held (None: the stated rate)
+
+    @property
+    def unanchorable(self) -> bool:
+        """A measured TPOT the model cannot be set to: no figure."""
+        return self.measured_tpot_ms is not None and self.anchor is None
 
     @property
     def modelled(self) -> float | None:
@@ -101,10 +116,25 @@ class SpareSpeed:
             if err is not None
             else "not predicted before its launch"
         )
-        head = (
-            f"spare speed of trial {self.trial} (the performance model, calibrated on trials {trials}; {trust}): "
-            f"{self.rate_req_s:.3f} req/s over {self.window_s:.0f}-s windows"
+        at = self.measured_at_req_s
+        soaks = "its soaks" if at is None or abs(at - self.rate_req_s) < 1e-9 else f"its soaks at {at:.3f} req/s"
+        speed = (
+            f" and set to the speed of {soaks}: steps x{self.anchor:.2f} the calibration's, for their mean TPOT of "
+            f"{self.measured_tpot_ms:.1f} ms"
+            if self.anchor is not None and self.measured_tpot_ms is not None
+            else (
+                ", not set to a measured speed (no soak that held gave a TPOT)" if self.measured_tpot_ms is None else ""
+            )
         )
+        head = (
+            f"spare speed of trial {self.trial} (the performance model, calibrated on trials {trials}{speed}; "
+            f"{trust}): {self.rate_req_s:.3f} req/s over {self.window_s:.0f}-s windows"
+        )
+        if self.unanchorable:
+            return (
+                f"{head}: not stated, no speed from half to twice its calibration's gives the model the soaks' mean "
+                f"TPOT of {self.measured_tpot_ms:.1f} ms: the model does not describe this edge"
+            )
         tip, spare, n = self.tips_at, self.modelled, self.slowed[0].draws
         if self.capped and self.bound is not None and self.missed_above_req_s is not None:
             return (
@@ -140,6 +170,9 @@ class SpareSpeed:
             "slowed": [s.to_dict() for s in self.slowed],
             "predicted_error_vs_held": self.predicted_error_vs_held,
             "missed_above_req_s": self.missed_above_req_s,
+            "measured_tpot_ms": self.measured_tpot_ms,
+            "anchor": self.anchor,
+            "measured_at_req_s": self.measured_at_req_s,
             "modelled": self.modelled,
             "spare": self.spare,
             "line": self.line(),
@@ -157,9 +190,16 @@ class SpareSpeed:
             window,
             calibrated,
             slowed,
-            None if err is None else float(err),
-            None if miss is None else float(miss),
+            _opt(err),
+            _opt(miss),
+            _opt(d.get("measured_tpot_ms")),
+            _opt(d.get("anchor")),
+            _opt(d.get("measured_at_req_s")),
         )
+
+
+def _opt(v: Any) -> float | None:
+    return None if v is None else float(v)
 
 
 def _pct(factor: float, digits: int = 0) -> str:
@@ -176,20 +216,36 @@ def spare_speed(
     calibrated_on: tuple[int, ...],
     predicted_error_vs_held: float | None = None,
     missed_above_req_s: float | None = None,
+    measured_tpot_ms: float | None = None,
+    measured_at_req_s: float | None = None,
     draws: int = DRAWS,
     factors: tuple[float, ...] = SLOWDOWNS,
 ) -> SpareSpeed:
     """``rate`` for ``window_s`` on ``engine``, ``draws`` seeded draws (seeds 1, 2, ...) at each slowdown of
-    ``costs``, slowest last; once every draw tips, slower machines are not tried."""
+    ``costs``, slowest last; once every draw tips, slower machines are not tried. With ``measured_tpot_ms`` the
+    slowdowns count from the speed at which two draws at ``measured_at_req_s`` (default ``rate``) give that mean
+    TPOT."""
+    from perfmodel.anchor import anchor_speed
     from perfmodel.server import Server
 
     count = max(1, round(rate * window_s))
     loads = [demand.open_level(rate, count, seed) for seed in range(1, draws + 1)]
+    known = (trial, rate, window_s, calibrated_on)
+    measured = (predicted_error_vs_held, missed_above_req_s, measured_tpot_ms)
+    anchor = None
+    if measured_tpot_ms is not None:
+        at = measured_at_req_s or rate
+        anchoring = [demand.open_level(at, max(1, round(at * window_s)), seed) for seed in (1, 2)]
+        anchor = anchor_speed(engine, costs, anchoring, measured_tpot_ms)
+        if anchor is None:
+            return SpareSpeed(*known, (), *measured, None, measured_at_req_s)
     slowed: list[SlowedDraws] = []
     for factor in factors:
-        outs = [Server(engine, costs.slowed(factor)).run(load, demand.slos) for load in loads]
+        steps = costs.slowed(factor * (anchor or 1.0))
+        outs = [Server(engine, steps).run(load, demand.slos) for load in loads]
         held = sum(o.slo_met(demand.slos) and o.preemptions <= TIPPED_PREEMPTED * count for o in outs)
         slowed.append(SlowedDraws(factor, held, draws, max(o.preemptions for o in outs)))
         if held == 0:
             break
-    return SpareSpeed(trial, rate, window_s, calibrated_on, tuple(slowed), predicted_error_vs_held, missed_above_req_s)
+    found = tuple(slowed)
+    return SpareSpeed(*known, found, *measured, anchor, measured_at_req_s)

@@ -4,7 +4,7 @@ describes the current best and its stated rate."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.family import family_of
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import optuna
 
     from tuner.certify.certification import Certification
+    from tuner.certify.soak_record import Soak
     from tuner.trial.context import TrialContext
     from tuner.trial.level import Level
     from tuner.trial.result import TrialResult
@@ -30,7 +31,9 @@ def spare_speed_of(
 ) -> SpareSpeed | str:
     """``best`` at the rate ``cert`` states, over its soaks' window, on slower machines, by its family's calibration
     in ``study``, below the lowest miss above that rate among its soaks and ``levels`` (every measurement of its
-    configuration: tuner.certify.edge); else why the model cannot say (a line for the console)."""
+    configuration: tuner.certify.edge), the model set to the speed of the soaks that held that rate (their mean
+    TPOT, on the KV blocks their servers had; a stated rate a step below the held one, not soaked itself, by the held
+    rate's soaks); else why the model cannot say (a line for the console)."""
     family = family_of(best.launched or best.config)  # as the refits name it (tuner.search.predict_fit)
     if not modelled(family):
         return f"spare speed of trial {best.number}: not stated, the model has no speculative steps"
@@ -42,17 +45,37 @@ def spare_speed_of(
     found = candidate(best.config, ctx)  # budgeted as the trial was (the launched one has the emulation's gmu)
     if found is None:
         return f"spare speed of trial {best.number}: not stated, the KV budget drops its configuration"
+    rate, held = cert.certified_rate or 0.0, cert.held_rate
+    at_rate = soaks_held_at(cert.soaks, rate) or soaks_held_at(cert.soaks, held or 0.0)  # a step below: held's
     engine = found.engine
-    tokens = best.readback.kv_cache_size_tokens if best.readback else None
-    if tokens:  # the blocks its server had (the soaks' too: launch.sh pins them)
+    tokens = soaks_kv_tokens(at_rate) or (best.readback.kv_cache_size_tokens if best.readback else None)
+    if tokens:  # the blocks its soaks' servers had (else the trial's)
         engine = engine.with_blocks(tokens // engine.block_size)
     trials = tuple(sorted(set(cal.trials)))
-    rate, held = cert.certified_rate or 0.0, cert.held_rate
     predicted = best.predicted.capacity_req_s if best.predicted else None
     error = (predicted - held) / held if predicted is not None and held else None
     miss = lowest_miss_above(rate, cert.soaks, levels)
     missed = miss.rate_req_s if miss is not None else None
-    return spare_speed(best.number, rate, cert.soak_s, engine, cal.costs, demand_of(ctx), trials, error, missed)
+    tpot, at = soaks_mean_tpot_ms(at_rate), (at_rate[0].rate if at_rate else None)
+    demand = demand_of(ctx)
+    return spare_speed(best.number, rate, cert.soak_s, engine, cal.costs, demand, trials, error, missed, tpot, at)
+
+
+def soaks_held_at(soaks: Sequence[Soak], rate: float) -> list[Soak]:
+    return [s for s in soaks if s.holds and abs(s.rate - rate) < 1e-9]
+
+
+def soaks_kv_tokens(soaks: Sequence[Soak]) -> int | None:
+    """The fewest KV tokens a server of these soaks had (vLLM's /metrics); None where none reported it."""
+    tokens = [s.report.server.kv_cache_tokens for s in soaks if s.report.server and s.report.server.kv_cache_tokens]
+    return int(min(tokens)) if tokens else None
+
+
+def soaks_mean_tpot_ms(soaks: Sequence[Soak]) -> float | None:
+    """The soaks' mean TPOT, each soak weighted by its answered requests; None: none measured one."""
+    pairs = [(s.report.tpot_ms.mean, s.report.requests_ok) for s in soaks if s.report.tpot_ms.mean is not None]
+    weight = sum(n for _, n in pairs)
+    return sum(m * n for m, n in pairs) / weight if weight else None
 
 
 def current_spare(
