@@ -15,9 +15,7 @@
 # CLIENT=loadtest: slotune's own `loadtest` sends the load instead of vLLM's client (the same rate, seconds, seed,
 # workload, output tokens and SLO; its JSON is loadtest's report, judged by its steadiness rules too).
 # SLOW=F: the server runs as on a host F times slower while the benchmarks run (bench/slowed_host.py stops its
-# process group for 1 - 1/F of every 50 ms; the realized factor goes to JSON_OUT's -slowed.txt). PROBE=R:S first
-# sends R req/s for S s twice (seeds 901, 902), as is and then slowed, to -probe-asis.json and -probe-slowed.json:
-# their mean inter-token latencies at that light load tell how much slower the server's steps actually ran.
+# process group for 1 - 1/F of every 50 ms; the realized factor goes to JSON_OUT's -slowed.txt).
 set -u
 dir="${1:?study folder}" factor="${2:-1.0}" secs="${3:-120}"
 json="${4:-$dir/crosscheck-${CLIENT:-vllm}-bench-${TRIAL:+trial$TRIAL-}${factor}x.json}"
@@ -54,17 +52,6 @@ more=(); [ "$out_tokens" != "-" ] && more=(--output-tokens "$out_tokens")
 slow_from() {  # slow the server from now on, logging the realized factor to $1
   "$py" bench/slowed_host.py --pgid "$pid" --factor "$SLOW" --report "$1" & slower=$!
 }
-if [ -n "${PROBE:-}" ] && [ -n "${SLOW:-}" ]; then
-  probe_seed=901
-  for side in asis slowed; do
-    [ "$side" = slowed ] && { slow_from "${json%.json}-probe-slowed.txt"; probe_seed=902; }
-    echo "[$(date -u +%T)] probe ($side) at ${PROBE%:*} req/s for ${PROBE#*:} s"
-    "$py" bench/vllm_bench_check.py --url "http://127.0.0.1:$port" --model "$name" --tokenizer "$model" \
-      --workload "$workload" "${more[@]}" --rate "${PROBE%:*}" --seconds "${PROBE#*:}" --slo "$slo" \
-      --seed "$probe_seed" --json "${json%.json}-probe-$side.json" > /dev/null 2>&1
-    unslow
-  done
-fi
 [ -n "${SLOW:-}" ] && slow_from "${json%.json}-slowed.txt"
 repeat="${REPEAT:-1}" rc=0
 for i in $(seq "$repeat"); do
