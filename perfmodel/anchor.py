@@ -1,10 +1,11 @@
 """The speed at which the model serves a measured run as it was measured: the factor on a calibration's step costs
-(``Costs.slowed``) under which the model's mean TPOT over the run's load equals the measured one.
+(``Costs.slowed``) under which the model's mean TPOT (or another mean) over the run's load equals the measured one.
 
 Why: a calibration is fitted on a study's short levels, and at a KV-bound edge a few per cent of step time decide
-whether the cache fills; H200 run b's calibration was 30 % slow at its winner's stated rate and tipped it where its
-soaks held with the cache at 76 %. Set to the speed its soaks measured, the model reproduces them, and "how much
-slower may a machine be" is then asked from the machine that measured, not from the calibration's.
+whether the cache fills; H200 run b's calibration made its winner's steps 30 % too long at its stated rate and
+tipped it where its soaks held with the cache at 76 %. Set to the speed its soaks measured, the model reproduces
+them, and "how much slower may a machine be" is then asked from the machine that measured, not from the
+calibration's.
 """
 
 from __future__ import annotations
@@ -50,16 +51,16 @@ def anchor_speed(
     on ``loads``; None where no factor in [0.5, 2] reaches it (the model's steps cannot be made to match) or the
     loads give no value. The metric grows with f (longer steps, and larger batches of them): a bisection finds it."""
 
-    def tpot(f: float) -> float:
+    def value(f: float) -> float:
         got = metric(engine, costs.slowed(f), loads)
         return math.nan if got is None else got
 
     low, high = LOWEST, HIGHEST
-    if not tpot(low) <= measured_ms <= tpot(high):
+    if not value(low) <= measured_ms <= value(high):
         return None
     for _ in range(steps):
         mid = math.sqrt(low * high)
-        if tpot(mid) < measured_ms:
+        if value(mid) < measured_ms:
             low = mid
         else:
             high = mid

@@ -15,8 +15,8 @@ stated figure is the model's, capped there.
 
 The model is first set to the speed the soaks measured (perfmodel.anchor): its step costs scaled until its mean
 TPOT at the soaks' rate is theirs (the stated rate's held soaks; where the stated rate is a step below the held one
-and was not soaked, the held rate's). A calibration from short levels can be off by tens of per cent at
-the edge (H200 run b's was 30 % slow there); the slowdowns are then counted from the machine that measured.
+and was not soaked, the held rate's). A calibration from short levels can be off by tens of per cent at the edge
+(H200 run b's made its winner's steps 30 % too long); the slowdowns are then counted from the machine that measured.
 """
 
 from __future__ import annotations
@@ -231,14 +231,14 @@ def spare_speed(
     count = max(1, round(rate * window_s))
     loads = [demand.open_level(rate, count, seed) for seed in range(1, draws + 1)]
     known = (trial, rate, window_s, calibrated_on)
-    measured = (predicted_error_vs_held, missed_above_req_s, measured_tpot_ms)
+    then = (predicted_error_vs_held, missed_above_req_s, measured_tpot_ms)
     anchor = None
     if measured_tpot_ms is not None:
         at = measured_at_req_s or rate
         anchoring = [demand.open_level(at, max(1, round(at * window_s)), seed) for seed in (1, 2)]
         anchor = anchor_speed(engine, costs, anchoring, measured_tpot_ms)
         if anchor is None:
-            return SpareSpeed(*known, (), *measured, None, measured_at_req_s)
+            return SpareSpeed(*known, (), *then, None, measured_at_req_s)
     slowed: list[SlowedDraws] = []
     for factor in factors:
         steps = costs.slowed(factor * (anchor or 1.0))
@@ -248,4 +248,4 @@ def spare_speed(
         if held == 0:
             break
     found = tuple(slowed)
-    return SpareSpeed(*known, found, *measured, anchor, measured_at_req_s)
+    return SpareSpeed(*known, found, *then, anchor, measured_at_req_s)
