@@ -28,20 +28,17 @@ def model_today(study: Path, as_is: Path, scratch: Path) -> list[str]:
 
     from perfmodel.anchor import anchor_speed, mean_engine_itl_ms
     from perfmodel.family import family_of
-    from perfmodel.rank import Calibration
     from tuner.certify.spare_speed import spare_speed
-    from tuner.search.families import FAMILIES_ATTR, Calibrations
     from tuner.search.predict_demand import demand_of
-    from tuner.search.predict_fit import CALIBRATION_ATTR
     from tuner.search.predict_model import candidate
+    from tuner.search.predict_spare import family_calibration
     from tuner.search.study import open_study
 
     trial = json.loads((study / "best.json").read_text())["headline"]["best_trial"]
     _inp, ctx, _model, results = scratch_study_context(study, scratch)
     opened = open_study(f"sqlite:///{scratch / 'study.db'}", resume=True, seed=0, must_exist=True)
     best = results[trial]
-    stored = Calibration.from_dict(opened.user_attrs[CALIBRATION_ATTR])
-    cal = Calibrations.of_stored(stored, opened.user_attrs.get(FAMILIES_ATTR, [])).of(family_of(best.config))
+    cal = family_calibration(opened, family_of(best.config))
     found = candidate(best.config, ctx)
     if cal is None or found is None:
         raise SystemExit(f"{study}: no calibration of trial {trial}'s family, or its budget drops it")

@@ -234,8 +234,8 @@ def spare_speed(
     then = (predicted_error_vs_held, missed_above_req_s, measured_tpot_ms)
     anchor = None
     if measured_tpot_ms is not None:
-        at = measured_at_req_s or rate
-        anchoring = [demand.open_level(at, max(1, round(at * window_s)), seed) for seed in (1, 2)]
+        at = measured_at_req_s or rate  # at the stated rate, its first two draws
+        anchoring = loads[:2] if at == rate else [demand.open_level(at, round(at * window_s), s) for s in (1, 2)]
         anchor = anchor_speed(engine, costs, anchoring, measured_tpot_ms)
         if anchor is None:
             return SpareSpeed(*known, (), *then, None, measured_at_req_s)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from perfmodel.family import family_of
+from perfmodel.family import Family, family_of
 from perfmodel.rank import Calibration
 from tuner.certify.edge import lowest_miss_above
 from tuner.certify.spare_speed import STUDY_ATTR, SpareSpeed, spare_speed
@@ -37,9 +37,7 @@ def spare_speed_of(
     family = family_of(best.launched or best.config)  # as the refits name it (tuner.search.predict_fit)
     if not modelled(family):
         return f"spare speed of trial {best.number}: not stated, the model has no speculative steps"
-    stored = study.user_attrs.get(CALIBRATION_ATTR)
-    others = study.user_attrs.get(FAMILIES_ATTR, [])
-    cal = Calibrations.of_stored(Calibration.from_dict(stored), others).of(family) if stored else None
+    cal = family_calibration(study, family)
     if cal is None:
         return f"spare speed of trial {best.number}: not stated, its engine family ({family}) was not calibrated"
     found = candidate(best.config, ctx)  # budgeted as the trial was (the launched one has the emulation's gmu)
@@ -63,6 +61,13 @@ def spare_speed_of(
 
 def soaks_held_at(soaks: Sequence[Soak], rate: float) -> list[Soak]:
     return [s for s in soaks if s.holds and abs(s.rate - rate) < 1e-9]
+
+
+def family_calibration(study: optuna.Study, family: Family) -> Calibration | None:
+    """``family``'s calibration as ``tune --predict`` stored it in ``study``; None: none was."""
+    stored = study.user_attrs.get(CALIBRATION_ATTR)
+    others = study.user_attrs.get(FAMILIES_ATTR, [])
+    return Calibrations.of_stored(Calibration.from_dict(stored), others).of(family) if stored else None
 
 
 def soaks_kv_tokens(soaks: Sequence[Soak]) -> int | None:
