@@ -1,5 +1,6 @@
-"""The spare speed (tuner.certify.spare_speed) of committed ``tune --predict`` studies' stated rates, replayed
-offline from each study.db: its calibration as stored, its winner with the KV blocks its server had, its soaks'
+"""The spare speed (tuner.certify.spare_speed) of committed studies' stated rates, replayed offline from each
+study.db as tune states it: its calibration as ``tune --predict`` stored it, else fitted on the winner's family's
+launches (tuner.search.predict_spare.calibration_trials), its winner with the KV blocks its server had, its soaks'
 window, below the lowest miss above that rate among its soaks and its trial's levels. Prints one line each (figures,
 not a test; nothing is measured), to set beside what `vllm bench serve` found at those rates on other machines.
 
@@ -28,12 +29,14 @@ def replay(study: Path, scratch: Path) -> str:
 
     headline = json.loads((study / "best.json").read_text()).get("headline") or {}
     trial = headline.get("best_trial")
-    _inp, ctx, _model, results = scratch_study_context(study, scratch)
+    _inp, ctx, model, results = scratch_study_context(study, scratch)
     opened = open_study(f"sqlite:///{scratch / 'study.db'}", resume=True, seed=0, must_exist=True)
     cert = stored(opened).get(trial) if trial is not None else None
     if cert is None or cert.certified_rate is None:
         return f"{study.name}: no certified winner"
-    found = spare_speed_of(opened, ctx, results[trial], cert, results[trial].levels)
+    found = spare_speed_of(
+        opened, ctx, results[trial], cert, results[trial].levels, lambda trials: model.calibrate(trials, None)
+    )
     if isinstance(found, str):
         return f"{study.name}: {found}"
     steps = "; ".join(f"x{s.factor:.2f} {s.held}/{s.draws} held, {s.preemptions_max:,} preempted" for s in found.slowed)

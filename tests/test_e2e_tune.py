@@ -115,6 +115,13 @@ def test_slice_writes_the_contracted_files_and_one_headline(study):
     assert measured is not None and measured.cpus == os.cpu_count()
     assert f"# measured on: {measured.text()}" in (out / "launch.sh").read_text()
     assert head["line"] in proc.stdout
+    # without --predict the model is calibrated on the best's family here, and its spare speed stated (or why not)
+    assert f"spare speed of trial {best['best']['trial']}: calibrating the performance model" in proc.stderr
+    spare = best.get("spare_speed")
+    if spare is not None:
+        assert spare["rate_req_s"] == pytest.approx(rate) and f"# {spare['line']}" in (out / "launch.sh").read_text()
+    else:  # the console says why none is stated
+        assert f"spare speed of trial {best['best']['trial']}" in proc.stderr and "not stated" in proc.stderr
     if head["gain_over_baseline"] is not None:
         gain = f"{head['gain_over_baseline'] * 100:+.0f}% over vLLM's defaults"
         assert gain in proc.stdout and gain in report

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Sequence
 
 from launch.config import ServeConfig
+from perfmodel.rank import Calibration
 from tuner.certify.certification import Certification, KeepSoaks, Soak
 from tuner.certify.certified import certify_study, config_levels, floor_rate, keep_gain_check, rate_to_beat, stored
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
@@ -21,6 +23,7 @@ from tuner.certify.spec_rule import find_twin, speculates, twin_of
 from tuner.certify.summary import Summary
 from tuner.report.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.report.sample_answer import sample_answer
+from tuner.search.predict_model import perf_model
 from tuner.search.predict_spare import STUDY_ATTR as SPARE_ATTR
 from tuner.search.predict_spare import spare_speed_of
 from tuner.search.space import params_of
@@ -146,14 +149,21 @@ def _speculation_twin(r: TuneRun, summary: Summary, device: str | None) -> Trial
 
 
 def spare_best(r: TuneRun, summary: Summary) -> None:
-    """With --predict, where the best has a stated rate: how much slower a machine may be before that rate tips, by
-    the calibrated model below the study's lowest miss above it (tuner.certify.spare_speed), kept and written out."""
+    """Where the best has a stated rate: how much slower a machine may be before that rate tips, by the calibrated
+    model below the study's lowest miss above it (tuner.certify.spare_speed), kept and written out. Without
+    --predict's calibration the model is fitted here on the best's family (tuner.search.predict_spare)."""
     best = summary.best
     cert = stored(r.study).get(best.number) if best is not None else None
     if best is None or cert is None or cert.certified_rate is None:
         return
     say = functools.partial(r.progress.say, trial=f"certify {best.number}")
-    found = spare_speed_of(r.study, r.tctx, best, cert, config_levels(summary, best))
+
+    def fit(trials: Sequence[TrialResult]) -> Calibration:
+        numbers = ", ".join(str(t.number) for t in trials)
+        say(f"spare speed of trial {best.number}: calibrating the performance model on trials {numbers} (~1 min)")
+        return perf_model(r.tctx).calibrate(trials, None)
+
+    found = spare_speed_of(r.study, r.tctx, best, cert, config_levels(summary, best), fit)
     if isinstance(found, str):
         say(found)
         return

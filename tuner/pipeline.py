@@ -85,7 +85,7 @@ def tune(
     for line in certified_lines(results_of(r.study), certs):
         r.progress.say(line, trial="predict")
     summary, _ = apply_rule(certified_summary(summary, certs), results_of(r.study), certs)
-    if inp.settings.predict and summary.best is not None:
+    if summary.best is not None:
         spare_best(r, summary)
     if sample_question and summary.best is not None:
         sample_best(r, summary.best, sample_question)

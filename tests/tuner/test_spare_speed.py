@@ -193,3 +193,26 @@ def test_without_a_measured_tpot_the_line_says_the_model_was_not_set_to_one():
         "spare speed of trial 1 (the performance model, calibrated on trials 0, 1, not set to a measured speed (no "
         "soak that held gave a TPOT); not predicted before its launch): 59.595 req/s"
     )
+
+
+def test_without_a_stored_calibration_the_best_family_s_launches_are_fitted_defaults_first_then_the_best():
+    """calibration_trials: vLLM's defaults (the model fits the family of the first), the best, then the family's
+    highest measured; another family (an fp8 cache), a failed or SLO-missing trial is never fitted on."""
+    from launch.config import ServeConfig
+    from perfmodel.family import family_of
+    from tuner.search.predict_spare import CALIBRATION_TRIALS, calibration_trials
+    from tuner.trial.result import TrialResult
+
+    auto = ServeConfig(model="/m")
+    fp8 = ServeConfig(model="/m", kv_cache_dtype="fp8")
+
+    def trial(n: int, rate: float, config: ServeConfig = auto, state: str = "COMPLETE", met: bool = True):
+        return TrialResult(n, state, n == 0, config, slo_met=met, goodput_req_s=rate, best_rate=rate)
+
+    best = trial(3, 9.0)
+    results = [trial(0, 5.0), trial(1, 8.0), trial(2, 12.0, fp8), best, trial(4, 7.5), trial(5, 11.0, met=False),
+               trial(6, 10.0, state="FAIL"), trial(7, 8.5)]  # fmt: skip
+    picked = calibration_trials(results, family_of(auto), best)
+    assert [r.number for r in picked] == [0, 3, 7][:CALIBRATION_TRIALS]
+    assert [r.number for r in calibration_trials(results, family_of(fp8), results[2])] == [2]
+    assert [r.number for r in calibration_trials(results[1:], family_of(auto), best)] == [3, 7, 1]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from perfmodel.family import family_of
 from tuner.certify.spare_speed import STUDY_ATTR
 from tuner.search.study import open_study
 
@@ -59,11 +60,36 @@ def test_tune_predict_states_the_spare_speed_in_best_json_launch_sh_and_the_repo
 
 
 @pytest.mark.xdist_group("run-h-model")
-def test_without_predict_no_spare_speed_is_stated(tmp_path):
-    study = copy_without_spare(tmp_path, predict=False)
-    rewrite(study)
-    assert "spare_speed" not in json.loads((study / "best.json").read_text())
-    assert "spare speed" not in (study / "launch.sh").read_text()
+def test_without_a_stored_calibration_the_model_is_fitted_on_the_best_familys_launches(tmp_path):
+    """A study tune --predict did not calibrate: the spare speed is calibrated on vLLM's defaults and the best (run h's
+    fp8 trial 2 is of another family, so not); the fit is injected here (the real one, ~1 min on 2 cores, runs in
+    bench/spare_speed_replay.py and the long e2e test), returning the calibration run h's study stored."""
+    import sys
+
+    from tuner.certify.certified import stored
+    from tuner.search.families import FAMILIES_ATTR
+    from tuner.search.predict_fit import CALIBRATION_ATTR
+    from tuner.search.predict_spare import family_calibration, spare_speed_of
+
+    sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
+    from offline_model import scratch_study_context
+
+    _inp, ctx, _model, results = scratch_study_context(RUN_H, tmp_path / "scratch")
+    study = open_study(f"sqlite:///{tmp_path / 'scratch' / 'study.db'}", resume=True, seed=0, must_exist=True)
+    best, cert = results[1], stored(study)[1]
+    kept = family_calibration(study, family_of(best.config))
+    study.set_user_attr(CALIBRATION_ATTR, None)
+    study.set_user_attr(FAMILIES_ATTR, None)
+    fitted_on: list[list[int]] = []
+
+    def fit(trials):
+        fitted_on.append([t.number for t in trials])
+        return kept
+
+    assert "was not calibrated" in str(spare_speed_of(study, ctx, best, cert, best.levels))  # no fit: none stated
+    found = spare_speed_of(study, ctx, best, cert, best.levels, fit)
+    assert fitted_on == [[0, 1]]
+    assert not isinstance(found, str) and found.calibrated_on == (0, 1) and found.spare == pytest.approx(1.05)
 
 
 def test_a_cpu_studys_absent_model_is_named_not_made_in_another_shape(tmp_path):

@@ -1,20 +1,22 @@
-"""The best's spare speed as ``tune --predict`` states it (tuner.certify.spare_speed): its family's calibration from
-the study, its configuration with the KV blocks its server had, the study's demand; and whether a stored one still
-describes the current best and its stated rate."""
+"""The best's spare speed as ``tune`` states it (tuner.certify.spare_speed): its family's calibration from the study
+(``tune --predict``'s, else fitted here on the family's launches), its configuration with the KV blocks its server
+had, the study's demand; and whether a stored one still describes the current best and its stated rate."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from perfmodel.family import Family, family_of
 from perfmodel.rank import Calibration
 from tuner.certify.edge import lowest_miss_above
 from tuner.certify.spare_speed import STUDY_ATTR, SpareSpeed, spare_speed
+from tuner.report.predict_report import measured_rate
 from tuner.search.families import FAMILIES_ATTR, Calibrations, modelled
 from tuner.search.predict_demand import demand_of
 from tuner.search.predict_fit import CALIBRATION_ATTR
 from tuner.search.predict_model import candidate
+from tuner.search.study import results_of
 
 if TYPE_CHECKING:
     import optuna
@@ -25,19 +27,30 @@ if TYPE_CHECKING:
     from tuner.trial.level import Level
     from tuner.trial.result import TrialResult
 
+Fit = Callable[[Sequence["TrialResult"]], Calibration]  # a family's first calibration on these trials (Model.calibrate)
+CALIBRATION_TRIALS = 3  # a --predict study's families were fitted on 2-3 launches; each more adds its levels' replay
+
 
 def spare_speed_of(
-    study: optuna.Study, ctx: TrialContext, best: TrialResult, cert: Certification, levels: Iterable[Level]
+    study: optuna.Study,
+    ctx: TrialContext,
+    best: TrialResult,
+    cert: Certification,
+    levels: Iterable[Level],
+    fit: Fit | None = None,
 ) -> SpareSpeed | str:
     """``best`` at the rate ``cert`` states, over its soaks' window, on slower machines, by its family's calibration
-    in ``study``, below the lowest miss above that rate among its soaks and ``levels`` (every measurement of its
-    configuration: tuner.certify.edge), the model set to the speed of the soaks that held that rate (their mean
-    TPOT, on the KV blocks their servers had; a stated rate a step below the held one, not soaked itself, by the held
-    rate's soaks); else why the model cannot say (a line for the console)."""
+    in ``study`` (where ``tune --predict`` stored none, ``fit`` on the family's launches: calibration_trials),
+    below the lowest miss above that rate among its soaks and ``levels`` (every measurement of its configuration:
+    tuner.certify.edge), the model set to the speed of the soaks that held that rate (their mean TPOT, on the KV
+    blocks their servers had; a stated rate a step below the held one, not soaked itself, by the held rate's
+    soaks); else why the model cannot say (a line for the console)."""
     family = family_of(best.launched or best.config)  # as the refits name it (tuner.search.predict_fit)
     if not modelled(family):
         return f"spare speed of trial {best.number}: not stated, the model has no speculative steps"
     cal = family_calibration(study, family)
+    if cal is None and fit is not None:
+        cal = fit(calibration_trials(results_of(study), family, best))
     if cal is None:
         return f"spare speed of trial {best.number}: not stated, its engine family ({family}) was not calibrated"
     found = candidate(best.config, ctx)  # budgeted as the trial was (the launched one has the emulation's gmu)
@@ -57,6 +70,18 @@ def spare_speed_of(
     tpot, at = soaks_mean_tpot_ms(at_rate), (at_rate[0].rate if at_rate else None)
     demand = demand_of(ctx)
     return spare_speed(best.number, rate, cert.soak_s, engine, cal.costs, demand, trials, error, missed, tpot, at)
+
+
+def calibration_trials(results: Sequence[TrialResult], family: Family, best: TrialResult) -> list[TrialResult]:
+    """The launches of ``family`` a calibration is fitted on where ``tune --predict`` stored none: vLLM's defaults
+    first where they are of it (the model fits the family of the first), then ``best``, then the family's other
+    measured trials from the highest capacity down, CALIBRATION_TRIALS in all."""
+    mine = [r for r in results if measured_rate(r) and family_of(r.launched or r.config) == family]
+    first = [r for r in mine if r.is_baseline and r.number != best.number] + [best]
+    rest = sorted(
+        (r for r in mine if r.number not in {f.number for f in first}), key=lambda r: -(measured_rate(r) or 0)
+    )
+    return [*first, *rest][:CALIBRATION_TRIALS]
 
 
 def soaks_held_at(soaks: Sequence[Soak], rate: float) -> list[Soak]:
@@ -95,4 +120,4 @@ def current_spare(
     return dict(stored) if same else None
 
 
-__all__ = ["STUDY_ATTR", "current_spare", "spare_speed_of"]
+__all__ = ["STUDY_ATTR", "calibration_trials", "current_spare", "spare_speed_of"]
