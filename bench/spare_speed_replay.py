@@ -33,15 +33,20 @@ def replay(study: Path, scratch: Path) -> str:
     opened = open_study(f"sqlite:///{scratch / 'study.db'}", resume=True, seed=0, must_exist=True)
     cert = stored(opened).get(trial) if trial is not None else None
     if cert is None or cert.certified_rate is None:
-        return f"{study.name}: no certified winner"
+        return f"{_name(study)}: no certified winner"
     found = spare_speed_of(
         opened, ctx, results[trial], cert, results[trial].levels, lambda trials: model.calibrate(trials, None)
     )
     if isinstance(found, str):
-        return f"{study.name}: {found}"
+        return f"{_name(study)}: {found}"
     steps = "; ".join(f"x{s.factor:.2f} {s.held}/{s.draws} held, {s.preemptions_max:,} preempted" for s in found.slowed)
     spare = "none" if found.spare is None else f"{100 * (found.spare - 1):.0f} %"
-    return f"{study.name}: spare speed {spare} ({steps})\n  {found.line()}"
+    return f"{_name(study)}: spare speed {spare} ({steps})\n  {found.line()}"
+
+
+def _name(study: Path) -> str:
+    """A study folder's name, its parent's too where it is a results folder's ``study`` subfolder."""
+    return f"{study.parent.name}/{study.name}" if study.name == "study" else study.name
 
 
 def main(argv: list[str]) -> int:
@@ -52,7 +57,7 @@ def main(argv: list[str]) -> int:
         try:
             line = replay(Path(arg), Path("/tmp/spare-speed-replay"))
         except Exception as exc:  # a study this machine cannot rebuild (its model directory absent): say so, go on
-            line = f"{Path(arg).name}: not replayed ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+            line = f"{_name(Path(arg))}: not replayed ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
         print(f"{line} ({time.perf_counter() - t0:.1f} s)", flush=True)
     return 0
 
