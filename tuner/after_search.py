@@ -14,7 +14,16 @@ from collections.abc import Sequence
 from launch.config import ServeConfig
 from perfmodel.rank import Calibration
 from tuner.certify.certification import Certification, KeepSoaks, Soak
-from tuner.certify.certified import certify_study, config_levels, floor_rate, keep_gain_check, rate_to_beat, stored
+from tuner.certify.certified import (
+    CertifyOne,
+    certify_study,
+    config_levels,
+    floor_rate,
+    keep_gain_check,
+    rate_to_beat,
+    stored,
+)
+from tuner.certify.challenger import challenge_rate, challenger
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
 from tuner.certify.gain_check import GainCheck, pending
@@ -70,14 +79,16 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
     full = r.tctx.uncut()  # soaks are never cut short
     device = r.inp.settings.device_list()[0]
     earlier = stored(r.study)  # certifications made by an earlier call (a soak beside them is not beside in time)
+    floors: dict[int, float] = {}  # a challenger steps down no further than the rate it must hold to win
 
     def certify_one(t: TrialResult, first: float | None, prior: tuple[Soak, ...], keep: KeepSoaks) -> Certification:
         say = functools.partial(r.progress.say, trial=f"certify {t.number}")
         config = r.outputs.deployed(t)  # the trial's KV blocks, every start
         if (note := pin_note(t.config, config, t.readback)) is not None:
             say(note)
+        floor = max(floor_rate(t), floors.get(t.number, 0.0))
         with full.rules.placed(t.config.gpus, device) as where:
-            cert = certify_config(t.number, config, full, t.best_rate or 0.0, floor_rate(t), say, where, first,
+            cert = certify_config(t.number, config, full, t.best_rate or 0.0, floor, say, where, first,
                                   prior, keep, config_levels(summary, t))  # fmt: skip
         say(cert.line())
         if (hint := window_hint(cert)) is not None:
@@ -97,7 +108,29 @@ def certify_best(r: TuneRun, summary: Summary) -> Summary:
         rates = {twin.number: first} if first is not None else {}
         certify_study(r.study, summary, soak_s, certify_one, whom, also=(twin,), first=rates)
         summary = r.outputs.write(r.study)
+    if whom == "all":
+        summary = _certify_challenger(r, summary, soak_s, certify_one, floors)
     return soak_beside(r, summary, device, earlier)
+
+
+def _certify_challenger(
+    r: TuneRun, summary: Summary, soak_s: float, certify_one: CertifyOne, floors: dict[int, float]
+) -> Summary:
+    """A configuration the search measured above the best's certified rate, never soaked, certified too, from its
+    estimate down to the rate it must hold to win (tuner.certify.challenger); the summary after it."""
+    certs = stored(r.study)
+    rival = challenger(summary, certs)
+    if rival is None or summary.best is None:
+        return summary
+    best_rate = certs[summary.best.number].certified_rate or 0.0
+    floors[rival.number] = challenge_rate(best_rate)
+    r.progress.say(
+        f"trial {rival.number} measured {rival.capacity_req_s:.3f} req/s in the search, above the certified "
+        f"{best_rate:.3f} of trial {summary.best.number}, and was never soaked: certified too, from its estimate "
+        f"down to {floors[rival.number]:.3f} ({100 * REPEATABILITY:.0f} % more: what it must hold to win)"
+    )
+    certify_study(r.study, summary, soak_s, certify_one, "all", also=(rival,))
+    return r.outputs.write(r.study)
 
 
 def soak_beside(r: TuneRun, summary: Summary, device: str | None, earlier: dict[int, Certification]) -> Summary:
