@@ -23,7 +23,7 @@ from tuner.certify.certified import (
     rate_to_beat,
     stored,
 )
-from tuner.certify.challenger import challenge_rate, challenger
+from tuner.certify.challenger import challenge_line, challenge_rate, challenger
 from tuner.certify.confirm import confirm, confirm_trial_number, rival_of
 from tuner.certify.confirm_store import STUDY_ATTR, current_confirmation, stored_run
 from tuner.certify.gain_check import GainCheck, pending
@@ -124,11 +124,7 @@ def _certify_challenger(
         return summary
     best_rate = certs[summary.best.number].certified_rate or 0.0
     floors[rival.number] = challenge_rate(best_rate)
-    r.progress.say(
-        f"trial {rival.number} measured {rival.capacity_req_s:.3f} req/s in the search, above the certified "
-        f"{best_rate:.3f} of trial {summary.best.number}, and was never soaked: certified too, from its estimate "
-        f"down to {floors[rival.number]:.3f} ({100 * REPEATABILITY:.0f} % more: what it must hold to win)"
-    )
+    r.progress.say(challenge_line(rival, summary.best.number, best_rate))
     certify_study(r.study, summary, soak_s, certify_one, "all", also=(rival,))
     return r.outputs.write(r.study)
 

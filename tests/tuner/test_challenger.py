@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from tests.tuner.test_certify import Attrs, cert_of, trial
 from tuner.certify.certified import certify_study, stored
-from tuner.certify.challenger import challenge_rate, challenger
+from tuner.certify.challenger import challenge_line, challenge_rate, challenger
 from tuner.certify.summary import certified_summary
 from tuner.report.outputs import summarize
 
@@ -29,6 +29,10 @@ def test_the_highest_estimate_above_the_best_certified_rate_and_five_percent_is_
     certs = {0: cert_of(base, 57.0), 1: cert_of(best, 59.6)}
     assert challenge_rate(59.6) == 59.6 * 1.05
     assert challenger(summary, certs).number == 3  # 62.0 is under 59.6 x 1.05 = 62.58
+    assert challenge_line(far, 1, 59.6) == (
+        "trial 3 measured 70.700 req/s in the search, above the certified 59.600 of trial 1, and was never soaked: "
+        "certified too, from its estimate down to 62.580 (5 % more: what it must hold to win)"
+    )
     assert challenger(summary, {**certs, 3: cert_of(far, 61.0)}) is None  # certified already
     assert challenger(summary, {0: certs[0]}) is None  # the best not certified: nothing to challenge
     assert challenger(summarize([base, best, near]), certs) is None

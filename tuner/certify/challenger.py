@@ -1,11 +1,10 @@
 """The challenger: a configuration the search measured above the best's certified rate but never certified.
 
-Why: the best is chosen on the search's short levels, and certified by soaks that can come out far below them at a
-KV-bound edge (run h's winner: 70.877 estimated, 59.595 stated), while a configuration with twice its KV cache, whose
-levels read as high (70.678), was never soaked. Stating the winner as the highest load the machine allows then rests
-on its short levels alone. So where ``--certify all`` (the default) leaves such a configuration, the one with the
-highest estimate is certified too, from its estimate down to the rate it must hold to win by more than a measurement
-repeats (REPEATABILITY), and wins where it certifies more (tuner.certify.summary.certified_summary).
+The best is chosen on the search's short levels, and its soaks can come out far below them at a KV-bound edge while
+a configuration whose levels read as high (twice the KV cache, say) is never soaked. So where ``--certify all`` leaves
+such a configuration, the one with the highest estimate is certified too, down to the rate it must hold to win by more
+than a measurement repeats (REPEATABILITY), and wins where it certifies more (tuner.certify.summary.certified_summary;
+docs/certification.md, "A challenger is certified too").
 """
 
 from __future__ import annotations
@@ -49,4 +48,14 @@ def challenger(summary: Summary, certs: Mapping[int, Certification]) -> TrialRes
     return max(runs, key=lambda r: (r.capacity_req_s, -r.number))
 
 
-__all__ = ["challenge_rate", "challenger"]
+def challenge_line(rival: TrialResult, best: int, best_certified_req_s: float) -> str:
+    """The console's line before a challenger's certification: why it is soaked, and how low it may step."""
+    bar = challenge_rate(best_certified_req_s)
+    return (
+        f"trial {rival.number} measured {rival.capacity_req_s:.3f} req/s in the search, above the certified "
+        f"{best_certified_req_s:.3f} of trial {best}, and was never soaked: certified too, from its estimate down to "
+        f"{bar:.3f} ({100 * REPEATABILITY:.0f} % more: what it must hold to win)"
+    )
+
+
+__all__ = ["challenge_line", "challenge_rate", "challenger"]

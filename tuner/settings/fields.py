@@ -88,7 +88,8 @@ FIELDS: dict[str, Field] = {
     "certify": Field(
         str,
         "whom the certifying soaks hold to their stated rate: 'all' (the best and vLLM's defaults, for a "
-        "like-for-like gain), 'best', 'baseline' (e.g. one per call where a machine is lent briefly), or 'each' "
+        "like-for-like gain, and a configuration never soaked whose search estimate beats the best's certified rate "
+        "by over 5 %), 'best', 'baseline' (e.g. one per call where a machine is lent briefly), or 'each' "
         "(every configuration that met the SLO; the highest certified rate wins)",
         "all",
         rules.choice("all", "best", "baseline", "each"),
