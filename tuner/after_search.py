@@ -34,7 +34,7 @@ from tuner.report.sample_answer import STUDY_ATTR as SAMPLE_ATTR
 from tuner.report.sample_answer import sample_answer
 from tuner.search.predict_model import perf_model
 from tuner.search.predict_spare import STUDY_ATTR as SPARE_ATTR
-from tuner.search.predict_spare import spare_speed_of
+from tuner.search.predict_spare import keep_fit, kept_fit, spare_speed_of
 from tuner.search.space import params_of
 from tuner.search.study import finished, results_of, run_study
 from tuner.study_outputs import stored_runs
@@ -188,9 +188,13 @@ def spare_best(r: TuneRun, summary: Summary) -> None:
     say = functools.partial(r.progress.say, trial=f"certify {best.number}")
 
     def fit(trials: Sequence[TrialResult]) -> Calibration:
+        if (kept := kept_fit(r.study, trials)) is not None:  # a resumed call: fitted on these trials already
+            return kept
         numbers = ", ".join(str(t.number) for t in trials)
         say(f"spare speed of trial {best.number}: calibrating the performance model on trials {numbers} (~1 min)")
-        return perf_model(r.tctx).calibrate(trials, None)
+        cal = perf_model(r.tctx).calibrate(trials, None)
+        keep_fit(r.study, trials, cal)
+        return cal
 
     found = spare_speed_of(r.study, r.tctx, best, cert, config_levels(summary, best), fit)
     if isinstance(found, str):

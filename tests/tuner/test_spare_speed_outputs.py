@@ -69,7 +69,7 @@ def test_without_a_stored_calibration_the_model_is_fitted_on_the_best_familys_la
     from tuner.certify.certified import stored
     from tuner.search.families import FAMILIES_ATTR
     from tuner.search.predict_fit import CALIBRATION_ATTR
-    from tuner.search.predict_spare import family_calibration, spare_speed_of
+    from tuner.search.predict_spare import family_calibration, keep_fit, kept_fit, spare_speed_of
 
     sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
     from offline_model import scratch_study_context
@@ -90,6 +90,10 @@ def test_without_a_stored_calibration_the_model_is_fitted_on_the_best_familys_la
     found = spare_speed_of(study, ctx, best, cert, best.levels, fit)
     assert fitted_on == [[0, 1]]
     assert not isinstance(found, str) and found.calibrated_on == (0, 1) and found.spare == pytest.approx(1.05)
+    # a resumed call reuses the fit kept for these very trials, and no other's
+    assert kept_fit(study, [results[0], best]) is None
+    keep_fit(study, [results[0], best], kept)
+    assert kept_fit(study, [results[0], best]) == kept and kept_fit(study, [best]) is None
 
 
 def test_a_cpu_studys_absent_model_is_named_not_made_in_another_shape(tmp_path):

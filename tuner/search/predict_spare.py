@@ -84,6 +84,22 @@ def calibration_trials(results: Sequence[TrialResult], family: Family, best: Tri
     return [*first, *rest][:CALIBRATION_TRIALS]
 
 
+FIT_ATTR = "spare_speed_calibration"  # the calibration fitted for the spare speed: its trials, Calibration.to_dict
+
+
+def kept_fit(study: optuna.Study, trials: Sequence[TrialResult]) -> Calibration | None:
+    """The calibration an earlier call fitted for the spare speed on these very trials (finished trials do not
+    change, so neither does it); None where none was, or on other trials."""
+    kept = study.user_attrs.get(FIT_ATTR)
+    if kept is None or kept["trials"] != [t.number for t in trials]:
+        return None
+    return Calibration.from_dict(kept["calibration"])
+
+
+def keep_fit(study: optuna.Study, trials: Sequence[TrialResult], cal: Calibration) -> None:
+    study.set_user_attr(FIT_ATTR, {"trials": [t.number for t in trials], "calibration": cal.to_dict()})
+
+
 def soaks_held_at(soaks: Sequence[Soak], rate: float) -> list[Soak]:
     return [s for s in soaks if s.holds and abs(s.rate - rate) < 1e-9]
 
@@ -120,4 +136,4 @@ def current_spare(
     return dict(stored) if same else None
 
 
-__all__ = ["STUDY_ATTR", "calibration_trials", "current_spare", "spare_speed_of"]
+__all__ = ["FIT_ATTR", "STUDY_ATTR", "calibration_trials", "current_spare", "keep_fit", "kept_fit", "spare_speed_of"]
