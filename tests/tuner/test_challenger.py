@@ -60,3 +60,32 @@ def test_a_challenger_that_certifies_more_becomes_the_best_and_one_that_does_not
         after = certified_summary(summary, certs)
         assert after.best.number == winner and (after.overruled is not None) == (winner == 2)
         assert challenger(after, certs) is None  # certified: not challenged again (a resumed call)
+
+
+def test_after_the_search_the_challenger_soaks_no_lower_than_its_bar_and_the_outputs_are_written_after():
+    """tuner.after_search._certify_challenger, the wiring a live run found broken once: the rival's certification
+    gets the best's certified rate × 1.05 as its floor, the line says so, and the study's outputs are written from
+    the certifications stored, the rival's among them."""
+    from types import SimpleNamespace
+
+    from tuner.after_search import _certify_challenger
+
+    base, best, rival = trial(0, 60.0, baseline=True), trial(1, 70.9, seqs=512), fp8(trial(2, 70.7))
+    summary = summarize([base, best, rival])
+    study = Attrs()
+    study.user_attrs["certifications"] = [cert_of(base, 57.0).to_dict(), cert_of(best, 59.6).to_dict()]
+    lines: list[str] = []
+    floors: dict[int, float] = {}
+    soaked: list[tuple[int, float | None]] = []
+
+    def certify_one(t, first, prior, keep):
+        soaked.append((t.number, floors.get(t.number)))  # the floor in place when its soaks run
+        return cert_of(t, 66.0)
+
+    written = SimpleNamespace(write=lambda s: certified_summary(summary, stored(s)))
+    run = SimpleNamespace(study=study, progress=SimpleNamespace(say=lines.append), outputs=written)
+    after = _certify_challenger(run, summary, 30.0, certify_one, floors)
+    assert soaked == [(2, challenge_rate(59.6))] and lines == [challenge_line(rival, 1, 59.6)]
+    assert after.best.number == 2 and stored(study)[2].certified_rate == 66.0
+    soaked.clear()
+    assert _certify_challenger(run, after, 30.0, certify_one, floors).best.number == 2 and soaked == []
