@@ -61,14 +61,19 @@ class MeasuredOn:
     cpus: int | None = None
     emulated: str | None = None
     pace_ms: float | None = None  # the frozen configuration's pace there (launch.pace), ms per output token
+    spare: float | None = None  # the stated rate's spare speed, a factor (tuner.certify.spare_speed); None: not stated
 
     def with_pace(self, pace_ms: float | None) -> MeasuredOn:
         return replace(self, pace_ms=pace_ms)
 
+    def with_spare(self, spare: float | None) -> MeasuredOn:
+        return replace(self, spare=spare)
+
     @property
     def pace_tolerance(self) -> float:
-        """How much slower a start's pace may be before it warns (launch.pace: a CPU's own noise is larger)."""
-        return pace_tolerance(self.device)
+        """How much slower a start's pace may be before it warns (launch.pace: the stated rate's spare speed, but not
+        inside the device's own noise, which is larger on a CPU)."""
+        return pace_tolerance(self.device, self.spare)
 
     def text(self) -> str:
         """'cpu: Intel(R) Xeon(R) Processor, 2 CPUs'; 'NVIDIA H200 (the a30's memory emulated: ...)'."""

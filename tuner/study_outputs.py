@@ -92,11 +92,12 @@ class StudyOutputs:
         )
 
     def measured_on(self, best: TrialResult) -> MeasuredOn | None:
-        """The machine the study measured on (its recorded versions), the GPU whose memory it emulated, and the
-        pace of ``best``'s server there (launch.pace)."""
+        """The machine the study measured on (its recorded versions), the GPU whose memory it emulated, the pace of
+        ``best``'s server there (launch.pace) and the spare speed stated with its rate."""
         emulated = self.inp.gpu.name if self.inp.actual_gpu is not None else None
         measured = MeasuredOn.from_versions(self.meta.get("versions") or {}, emulated)
-        return measured.with_pace(best.pace_ms) if measured is not None else None
+        spare = self.spare.get("spare") if self.spare is not None else None
+        return measured.with_pace(best.pace_ms).with_spare(spare) if measured is not None else None
 
 
 def launch_note(best: TrialResult, head: Headline, slo: str, workload: str) -> str:

@@ -162,6 +162,19 @@ def _with_pace(tmp_path: Path, pace_ms: float) -> Path:
     return folder
 
 
+def test_the_spare_speed_best_json_states_sets_the_slowdown_the_exports_warn_at(tmp_path: Path) -> None:
+    """As launch.sh does (launch.pace.pace_tolerance): past the stated rate's spare speed, not inside the card's
+    spread."""
+    folder = _with_pace(tmp_path, 25.0)
+    doc = json.loads((folder / "best.json").read_text())
+    run_h = json.loads((ROOT / "results" / "gpu-run-h-edge-rule-2026-12-06" / "best.json").read_text())
+    doc["spare_speed"] = {**run_h["spare_speed"], "trial": doc["best"]["trial"]}  # 1.05: "at most about 5 %"
+    (folder / "best.json").write_text(json.dumps(doc))
+    assert read_study(folder).measured == MeasuredOn("NVIDIA H200", None, "a30", 25.0, 1.05)
+    command, _ = _container(list(yaml.safe_load_all(_export(folder, "kubernetes"))), "kubernetes")
+    assert command[3:] == ["NVIDIA H200", "", str(folder), "25.000", "1.08", "8000", "llama-3-8b"]
+
+
 def test_a_pace_stated_by_best_json_is_timed_again_beside_the_server(tmp_path: Path) -> None:
     folder = _with_pace(tmp_path, 25.0)
     assert read_study(folder).measured == MeasuredOn("NVIDIA H200", None, "a30", 25.0)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from launch.pace import pace_tolerance
 from perfmodel.family import family_of
 from tuner.certify.spare_speed import STUDY_ATTR
 from tuner.search.study import open_study
@@ -56,6 +57,9 @@ def test_tune_predict_states_the_spare_speed_in_best_json_launch_sh_and_the_repo
     assert spare["measured_tpot_ms"] == pytest.approx(10.56, abs=0.01) and 0.95 < spare["anchor"] < 1.1
     assert "and set to the speed of its soaks: steps x" in spare["line"]
     assert f"# {spare['line']}\n" in (study / "launch.sh").read_text()
+    # launch.sh's pace check warns past that spare speed (never inside the card's own 1.08x spread)
+    tolerance = pace_tolerance("NVIDIA H100 80GB HBM3", spare["spare"])
+    assert tolerance < 1.25 and f"\nPACE_TOLERANCE={tolerance:g}\n" in (study / "launch.sh").read_text()
     assert spare["line"] in html.unescape((study / "report.html").read_text())
 
 

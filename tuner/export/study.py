@@ -95,10 +95,12 @@ def read_study(study_dir: str | Path) -> StudyWinner:
 
 
 def measured_on(doc: StudyDocument) -> MeasuredOn | None:
-    """The machine the study measured (its recorded versions), the GPU whose memory it emulated, and the winner's
-    pace there (best.json's, as launch.sh states it: tuner.study_outputs.StudyOutputs.measured_on)."""
+    """The machine the study measured (its recorded versions), the GPU whose memory it emulated, the winner's pace
+    there and the spare speed stated with its rate (best.json's, as launch.sh states them:
+    tuner.study_outputs.StudyOutputs.measured_on)."""
     emulated = doc.gpu.profile if doc.gpu.emulated_on else None
     measured = MeasuredOn.from_versions(doc.versions or {}, emulated)
     if measured is None:
         return None
-    return measured.with_pace(doc.best.pace_ms if doc.best else None)
+    spare = doc.spare_speed.spare if doc.spare_speed is not None else None
+    return measured.with_pace(doc.best.pace_ms if doc.best else None).with_spare(spare)
