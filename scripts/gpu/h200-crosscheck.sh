@@ -17,6 +17,8 @@
 # CROSSCHECK_SIDE=baseline: serve vLLM's defaults of best.json (as launched, with their KV pin where they have one) at
 # the same rates, to set them beside the winner under one client.
 # CROSSCHECK_WORKLOAD=W: the benchmark's prompts from that workload (default chat: the studies these scripts made).
+# CROSSCHECK_EXPECT_KV=N: measure only where vLLM sized the KV cache within 2 % of N tokens (else exit 3, nothing
+# measured): an unpinned point's KV moves with the start (a compiling start left 13 % less on 2026-12-07).
 # CROSSCHECK_STEPS="F:S F:S ...": several benchmark runs on the one server, back to back, each at F x the certified
 # rate for S seconds and waiting for its requests (e.g. "1.0:120 1.3:60 1.0:120": does an overload leave the server
 # slower?); CROSSCHECK_SEEDS="41 42 43" their prompt seeds (without steps, one seed: the single run's). Each writes
@@ -97,6 +99,12 @@ until python3 -c "import urllib.request as u; u.urlopen('$url/health', timeout=2
   sleep 1
 done
 log "server ready"
+kv=$(grep -o "GPU KV cache size: [0-9,]* tokens" /tmp/xcheck/server.log | tail -1 | tr -dc 0-9)
+if [ -n "${CROSSCHECK_EXPECT_KV:-}" ] && [ -n "$kv" ] \
+  && [ "$(python3 -c "print(int(abs($kv - $CROSSCHECK_EXPECT_KV) > 0.02 * $CROSSCHECK_EXPECT_KV))")" = 1 ]; then
+  log "KV cache $kv tokens, not the $CROSSCHECK_EXPECT_KV asked for (CROSSCHECK_EXPECT_KV, 2 %): nothing measured"
+  exit 3  # a start that compiled leaves less memory for the KV cache: the next (warm) start may size it right
+fi
 for i in 1 2; do  # launch.sh's two warm-up requests
   python3 -c "import json,urllib.request as u; u.urlopen(u.Request('$url/v1/completions', data=json.dumps({'model':'$served','prompt':'Warm up the server.','max_tokens':8,'temperature':0}).encode(), headers={'Content-Type':'application/json'}), timeout=120).read()"
 done
