@@ -1,6 +1,6 @@
 #!/bin/bash
 # Phase 3 driver: each configuration at 0.9 x and 1.1 x its phase-2 prediction (predictions.txt), then the rule's one
-# extra step (1.3 x where both held, 0.7 x where both missed). Under the CPU lock:  bash run3.sh CODE OUT [NAME ...]
+# extra step (1.3 x where both held, 0.7 x where both missed). CODE needs .venv (main's, linked). Under the CPU lock:  bash run3.sh CODE OUT [NAME ...]
 set -u
 code=$1 out=$2; shift 2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,6 +13,7 @@ for n in "${names[@]}"; do
   bash "$here/phase3.sh" "$code" "$out" "$n" "$lo" "$hi"
   a=$(held "$out/$n/bench-$lo.json") b=$(held "$out/$n/bench-$hi.json")
   echo "== $n: $lo $a, $hi $b"
+  case "$a $b" in *none*) echo "== $n: a run measured nothing; stopping"; exit 2;; esac
   extra=""
   [ "$a $b" = "held held" ] && extra=$(python3 -c "print(round(1.3*$pred,3))")
   [ "$a $b" = "missed missed" ] && extra=$(python3 -c "print(round(0.7*$pred,3))")
