@@ -7,7 +7,9 @@ import json
 import math
 import re
 import sys
+from itertools import pairwise
 from pathlib import Path
+from statistics import median
 
 from scipy.stats import spearmanr
 
@@ -50,17 +52,18 @@ def main() -> None:
         for rate, ok, d in rs:
             s, sv = d["steady"], d["server"]
             why = "; ".join(s["reasons"]) if s["reasons"] else ""
-            print(f"    {rate:.3f}: {'held' if ok else 'missed'}; p95 TTFT {d['slo_values']['ttft_p95']:.0f} ms, "
-                  f"{d['completed']}/{d['requests']} answered, {s['lifetimes']:.1f} lifetimes, "
-                  f"preemptions {sv.get('preemptions')}, KV tokens {sv.get('kv_cache_tokens')}, "
-                  f"KV peak {100 * (sv.get('kv_cache_usage_peak') or 0):.0f} %{'; ' + why if why else ''}")
+            print(
+                f"    {rate:.3f}: {'held' if ok else 'missed'}; p95 TTFT {d['slo_values']['ttft_p95']:.0f} ms, "
+                f"{d['completed']}/{d['requests']} answered, {s['lifetimes']:.1f} lifetimes, "
+                f"preemptions {sv.get('preemptions')}, KV tokens {sv.get('kv_cache_tokens')}, "
+                f"KV peak {100 * (sv.get('kv_cache_usage_peak') or 0):.0f} %{'; ' + why if why else ''}"
+            )
     if len(rows) >= 3:
-        errs = sorted(abs(r[3]) for r in rows)
+        errs = [abs(r[3]) for r in rows]
         rho = spearmanr([r[1] for r in rows], [r[2] for r in rows]).statistic
-        print(f"\nn = {len(rows)}: median |error| {errs[len(errs) // 2] if len(errs) % 2 else sum(errs[len(errs) // 2 - 1:len(errs) // 2 + 1]) / 2:.1%}, "
-              f"worst {errs[-1]:.1%}, Spearman rho {rho:.2f}")
+        print(f"\nn = {len(rows)}: median |error| {median(errs):.1%}, worst {max(errs):.1%}, Spearman rho {rho:.2f}")
     order = sorted(rows, key=lambda r: -r[1])
-    for hi, lo in zip(order, order[1:]):
+    for hi, lo in pairwise(order):
         shown = bool(hi[4]) and bool(lo[5]) and max(hi[4]) >= min(lo[5])
         print(f"{hi[0]} above {lo[0]}: {'shown (brackets apart)' if shown else 'not shown by brackets'}")
 

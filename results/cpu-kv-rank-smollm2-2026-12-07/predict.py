@@ -12,6 +12,7 @@ def main() -> None:
     sys.path[:0] = [str(code), str(code / "scripts/gpu"), str(Path(__file__).parent)]
     from configs import CONFIGS, flags
     from offline_model import scratch_study_context
+
     from perfmodel.rank import Candidate, predict
     from tuner.search.predict_demand import demand_of
     from tuner.search.predict_model import candidate

@@ -14,6 +14,7 @@ def main() -> None:
     sys.path[:0] = [str(code), str(code / "scripts/gpu"), str(Path(__file__).parent)]
     from configs import CONFIGS
     from offline_model import scratch_study_context
+
     from perfmodel.anchor import anchor_speed, mean_tpot_ms
     from perfmodel.capacity import steady_capacity
     from tuner.search.predict_demand import demand_of
@@ -26,8 +27,10 @@ def main() -> None:
     eng = candidate(base.config, ctx).engine
     rate, measured = base.best_rate, base.report.tpot_ms.mean
     loads = [demand.open_level(rate, round(rate * 120), s) for s in (1, 2)]
-    print(f"defaults' best level {rate:.3f} req/s: measured mean TPOT {measured:.1f} ms; "
-          f"the calibration's model {mean_tpot_ms(eng, cal.costs, loads):.1f} ms")
+    print(
+        f"defaults' best level {rate:.3f} req/s: measured mean TPOT {measured:.1f} ms; "
+        f"the calibration's model {mean_tpot_ms(eng, cal.costs, loads):.1f} ms"
+    )
     f = anchor_speed(eng, cal.costs, loads, measured)
     print(f"anchor factor on the step costs: {f}")
     if f is None:
@@ -38,8 +41,11 @@ def main() -> None:
     for name, cfg, tokens in rows:
         c = candidate(cfg, ctx).engine
         e = c if tokens is None else replace(c, num_blocks=tokens // c.block_size)
-        print(f"{name}: calibrated {steady_capacity(e, cal.costs, demand):.3f}, anchored {steady_capacity(e, costs, demand):.3f} req/s",
-              flush=True)
+        calibrated, anchored = steady_capacity(e, cal.costs, demand), steady_capacity(e, costs, demand)
+        print(
+            f"{name}: calibrated {calibrated:.3f}, anchored {anchored:.3f} req/s",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ def main() -> None:
     sys.path[:0] = [str(code), str(code / "scripts/gpu"), str(Path(__file__).parent)]
     from configs import CONFIGS
     from offline_model import scratch_study_context
+
     from perfmodel.capacity import SteadyState, steady_outcome
     from tuner.search.predict_demand import demand_of
     from tuner.search.predict_model import candidate
@@ -32,11 +33,14 @@ def main() -> None:
             ttft = sorted(o.samples("ttft"))
             tpot = o.samples("tpot")
             p95 = ttft[min(len(ttft) - 1, int(0.95 * len(ttft)))] if ttft else float("nan")
-            print(f"{name} at {d['rate']:.3f}: measured p95 TTFT {d['slo_values']['ttft_p95']:.0f} ms, "
-                  f"vLLM's mean ITL {d['server']['server_itl_mean_ms']:.0f} ms, preemptions {d['server']['preemptions']}, "
-                  f"{'held' if d['held'] else 'missed'} | model p95 TTFT {p95:.0f} ms, mean TPOT "
-                  f"{sum(tpot) / max(1, len(tpot)):.0f} ms, preemptions {o.preemptions}, running peak {o.running_peak}",
-                  flush=True)
+            print(
+                f"{name} at {d['rate']:.3f}: measured p95 TTFT {d['slo_values']['ttft_p95']:.0f} ms, "
+                f"vLLM's mean ITL {d['server']['server_itl_mean_ms']:.0f} ms, "
+                f"preemptions {d['server']['preemptions']}, "
+                f"{'held' if d['held'] else 'missed'} | model p95 TTFT {p95:.0f} ms, mean TPOT "
+                f"{sum(tpot) / max(1, len(tpot)):.0f} ms, preemptions {o.preemptions}, running peak {o.running_peak}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
