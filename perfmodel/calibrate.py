@@ -4,8 +4,9 @@ throughput and p95s; each rate level's outcome, p95s and throughput) and the per
 The trial's levels are replayed on the model exactly as they ran (same order, same requests, same seed, one
 server so the prefix cache carries over), and the fitted coefficients (``costs.FITTED``) minimise a robust
 sum over levels of log-ratio residuals: p95 TTFT, p95 TPOT and throughput of every level that met its SLO
-and of the probe, p50s of the best level, and, for a level that missed, how far the model's level is from
-missing too. Nelder–Mead over log-coefficients, from a start read off the measurements.
+and of the probe, p50s of the best level, vLLM's own mean TTFT at the engine where the level kept it (queue +
+prefill: what the client's percentiles cannot separate from the front end and the client), and, for a level that
+missed, how far the model's level is from missing too. Nelder–Mead over log-coefficients, from a start read off the measurements.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ def residuals(trial: ObservedTrial, outcomes: list[LevelOutcome]) -> list[float]
             out.append(_log_ratio(sim.throughput_req_s, lv.throughput_req_s))
             out.append(_log_ratio(sim.value("ttft", 95), lv.ttft_p95_ms))
             out.append(_log_ratio(sim.value("tpot", 95), lv.tpot_p95_ms))
+            if lv.engine_ttft_ms:
+                out.append(_log_ratio(sim.engine_ttft_ms, lv.engine_ttft_ms))
+            if lv.engine_itl_ms:
+                out.append(_log_ratio(sim.engine_itl_ms, lv.engine_itl_ms))
         else:
             excess = max((sim.slo_value(s) or math.inf) / s.limit_ms for s in trial.demand.slos)
             out.append(min(0.0, math.log(excess)) if excess > 0 else -5.0)

@@ -5,7 +5,7 @@ lifetimes, the length the tuner's levels and soaks need before they judge one, l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loadtest.level_end import JUDGED_LIFETIMES
 from loadtest.slo import SLO
@@ -109,7 +109,7 @@ def _steady_level(
     full = Server(engine, costs).run(demand.open_level(rate, n, how.seed, first=STEADY_FIRST_INDEX), demand.slos)
     start = min(s.sent_s for s in full.served)
     kept = tuple(s for s in full.served if s.sent_s - start >= settle_s)
-    return LevelOutcome(kept or full.served, rate=rate, preemptions=full.preemptions, running_peak=full.running_peak)
+    return replace(full, served=kept or full.served, rate=rate)
 
 
 def steady_capacity(engine: EngineConfig, costs: Costs, demand: Demand, how: SteadyState | None = None) -> float:

@@ -28,6 +28,9 @@ class ObservedLevel:
     throughput_req_s: float
     ttft_p95_ms: float | None
     tpot_p95_ms: float | None
+    # vLLM's own mean from a request reaching the engine to its first token (queue + prefill, /metrics), where kept
+    engine_ttft_ms: float | None = None
+    engine_itl_ms: float | None = None  # vLLM's own mean inter-token latency, where kept
 
 
 @dataclass(frozen=True)
@@ -44,21 +47,28 @@ class ObservedTrial:
 
 
 def observe(
-    result: TrialResult, demand: Demand, plan: ShortLevelSearch, seed: int, *, readback: bool = True
+    result: TrialResult,
+    demand: Demand,
+    plan: ShortLevelSearch,
+    seed: int,
+    *,
+    readback: bool = True,
+    engine_ttft: bool = False,
 ) -> ObservedTrial:
-    """``readback``: the KV blocks vLLM reported (what the server had), else the budget's prediction."""
+    """``readback``: the KV blocks vLLM reported (what the server had), else the budget's prediction.
+    ``engine_ttft``: keep vLLM's engine-side mean TTFT of each level, so that calibration fits it too."""
     config = result.launched or result.config
     if result.budget is None:
         raise ValueError(f"trial {result.number} has no KV budget: it was not launched")
     blocks = result.readback.num_gpu_blocks if readback and result.readback else None
     engine = EngineConfig.of(config, result.budget, blocks)
-    levels = tuple(_level(lv, plan) for lv in result.levels)
+    levels = tuple(_level(lv, plan, engine_ttft) for lv in result.levels)
     return ObservedTrial(
         result.number, demand, config, engine, seed, levels, result.best_rate, result.goodput_req_s, result.report
     )
 
 
-def _level(lv: Level, plan: ShortLevelSearch) -> ObservedLevel:
+def _level(lv: Level, plan: ShortLevelSearch, engine_ttft: bool) -> ObservedLevel:
     if lv.kind == "probe":
         assert lv.concurrency is not None, "a probe level has its concurrency"
         conc = lv.concurrency
@@ -69,4 +79,8 @@ def _level(lv: Level, plan: ShortLevelSearch) -> ObservedLevel:
     else:
         assert lv.rate is not None, "a rate level has its rate"
         conc, n = None, plan.level_requests(lv.rate)
-    return ObservedLevel(lv.kind, lv.rate, conc, n, lv.slo_met, lv.throughput_req_s, lv.ttft_p95_ms, lv.tpot_p95_ms)
+    queue, prefill = lv.server.queue_time_mean_ms, lv.server.prefill_time_mean_ms
+    engine = queue + prefill if engine_ttft and queue is not None and prefill is not None else None
+    return ObservedLevel(
+        lv.kind, lv.rate, conc, n, lv.slo_met, lv.throughput_req_s, lv.ttft_p95_ms, lv.tpot_p95_ms, engine
+    )

@@ -79,10 +79,13 @@ def _sent(level: Level, planned: int, plan: MeasurePlan) -> int:
     return max(MIN_LEVEL_FLOOR, round(rate * duration * (1.0 - tail)))
 
 
-def observed_levels(result: TrialResult, demand: Demand, plan: MeasurePlan) -> list[ObservedTrial]:
+def observed_levels(
+    result: TrialResult, demand: Demand, plan: MeasurePlan, *, engine_ttft: bool = False
+) -> list[ObservedTrial]:
     """``result``'s levels as perfmodel trials, one per level, each with the seed it was measured under; the
-    best level's percentiles go with its own. A level passed when it met the SLOs and was steady."""
-    whole = observe(result, demand, short_levels(plan), plan.seed)
+    best level's percentiles go with its own. A level passed when it met the SLOs and was steady.
+    ``engine_ttft``: each level keeps vLLM's engine-side mean TTFT (``perfmodel.observed.observe``)."""
+    whole = observe(result, demand, short_levels(plan), plan.seed, engine_ttft=engine_ttft)
     out = []
     for k, (lv, raw) in enumerate(zip(whole.levels, result.levels, strict=True)):
         n = lv.requests if lv.kind == "probe" else _sent(raw, lv.requests, plan)
