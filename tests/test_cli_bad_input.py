@@ -59,7 +59,9 @@ def test_vllm_python_without_vllm(model, capsys, tmp_path, monkeypatch):
     assert code == 2 and "vllm" in err.lower() and str(env / "bin" / "python") in err and "Traceback" not in err
 
 
-def test_subcommands_have_help():
+def test_tune_and_its_subcommands_have_help():
+    proc = subprocess.run([sys.executable, "-m", "tuner.cli", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "--certify" in proc.stdout and "over 5 %)" in proc.stdout, proc.stderr
     for sub in ("budget", "quantize", "retune", "init", "demo", "make-model"):
         proc = subprocess.run([sys.executable, "-m", "tuner.cli", sub, "--help"], capture_output=True, text=True)
         assert proc.returncode == 0 and "usage: tune " + sub in proc.stdout, (sub, proc.stderr)

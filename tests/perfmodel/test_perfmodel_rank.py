@@ -151,3 +151,25 @@ def test_a_prediction_whose_rate_fills_max_num_seqs_says_so():
     assert capped.capacity_req_s and "runs all max_num_seqs 8 sequences" in (capped.seq_bound or "")
     wide = predict(Candidate(ServeConfig("/models/m", max_num_seqs=1024), engine(1024)), calibration(), CHAT, QUICK)
     assert wide.capacity_req_s and wide.seq_bound is None
+
+
+def test_vllms_engine_side_means_are_fitted_where_a_level_kept_them():
+    """Each passed level with vLLM's engine-side TTFT (or ITL) adds one residual, log(model / measured)."""
+    from dataclasses import replace
+
+    from perfmodel.calibrate import residuals
+    from perfmodel.capacity import replay_levels
+
+    trial = observed_trial(BASE, 0)
+    outcomes = replay_levels(trial, TRUTH)
+    plain = residuals(trial, outcomes)
+    passed = [k for k, lv in enumerate(trial.levels) if lv.kind == "probe" or lv.slo_met]
+    halved = tuple(
+        replace(lv, engine_ttft_ms=2 * o.engine_ttft_ms, engine_itl_ms=o.engine_itl_ms) if k in passed else lv
+        for k, (lv, o) in enumerate(zip(trial.levels, outcomes, strict=True))
+    )
+    fitted = residuals(replace(trial, levels=halved), outcomes)
+    assert passed and len(fitted) == len(plain) + 2 * len(passed)
+    extra = sorted(fitted)[: len(passed)]  # the engine TTFT terms: the model's is half the 'measured'
+    assert extra == pytest.approx([-0.6931] * len(passed), abs=1e-3)
+    assert sum(abs(r) for r in fitted) == pytest.approx(sum(abs(r) for r in plain) + 0.6931 * len(passed), abs=1e-3)

@@ -94,3 +94,25 @@ def test_an_emulated_gpu_is_timed_at_the_speed_of_the_device_emulating_it(tmp_pa
     assert ctx.speed_gpu is h200
     cal = perf_model(ctx).calibrate([result], None)
     assert cal.costs.per_kv_byte_s == 1.0 / h200.bandwidth_bytes_s != 1.0 / a30.bandwidth_bytes_s
+
+
+def test_a_level_keeps_vllms_engine_side_ttft_queue_and_prefill_when_asked():
+    """vLLM's engine times a request from reaching the engine to its first token (queue + prefill), the span the
+    model's engine TTFT covers; the API server's TTFT also holds the front end, so it is not the one kept."""
+    from dataclasses import replace
+
+    from loadtest.server_metrics import ServerSummary
+
+    timed = ServerSummary(queue_time_mean_ms=20.0, prefill_time_mean_ms=230.0, server_ttft_mean_ms=400.0)
+    levels = (
+        replace(level("probe", conc=32), server=timed),
+        replace(level("rate", rate=2.0, duration=30.0), server=ServerSummary(prefill_time_mean_ms=230.0)),
+        level("rate", rate=4.0, duration=50.0),
+    )
+    result = TrialResult(7, COMPLETE, False, ServeConfig(model="/m", max_num_seqs=16), slo_met=True,
+                         goodput_req_s=4.0, best_rate=4.0, levels=levels, budget=BUDGET)  # fmt: skip
+    demand = Demand(load_workload("chat"), parse_slos("ttft_p95=2s"))
+    kept = observed_levels(result, demand, PLAN, engine_ttft=True)
+    assert [o.levels[0].engine_ttft_ms for o in kept] == [250.0, None, None]
+    plain = observed_levels(result, demand, PLAN, engine_ttft=False)
+    assert [o.levels[0].engine_ttft_ms for o in plain] == [None, None, None]

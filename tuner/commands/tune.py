@@ -24,15 +24,16 @@ if TYPE_CHECKING:
 def configure(p: argparse.ArgumentParser) -> None:
     for name, f in FIELDS.items():
         flag = "--" + name.replace("_", "-")
+        text = f.help.replace("%", "%%")  # argparse formats help with %: a field's "5 %" is text
         if f.type is bool:
-            p.add_argument(flag, dest=name, action="store_true", default=None, help=f.help)
+            p.add_argument(flag, dest=name, action="store_true", default=None, help=text)
             continue
         # no type=: the text is checked by tuner.settings.fields.check_setting, as the file's values are
         p.add_argument(
             flag,
             dest=name,
             default=None,
-            help=f.help + (f" (default: {f.default})" if f.default is not None else ""),
+            help=text + (f" (default: {f.default})" if f.default is not None else ""),
         )
     p.add_argument("--resume", action="store_true", default=None, help="continue the study in --out/--storage")
     p.add_argument("--config", help="project file (default: ./slotune.yaml when present)")
