@@ -6,7 +6,8 @@ server so the prefix cache carries over), and the fitted coefficients (``costs.F
 sum over levels of log-ratio residuals: p95 TTFT, p95 TPOT and throughput of every level that met its SLO
 and of the probe, p50s of the best level, vLLM's own mean TTFT at the engine where the level kept it (queue +
 prefill: what the client's percentiles cannot separate from the front end and the client), and, for a level that
-missed, how far the model's level is from missing too. Nelder–Mead over log-coefficients, from a start read off the measurements.
+missed, how far the model's level is from missing too. Nelder–Mead over log-coefficients, from a start read off
+the measurements.
 """
 
 from __future__ import annotations
