@@ -72,6 +72,7 @@ FLAG_CASES = [
     ("E", ["--devices", "0,x"], ["--devices '0,x'", "GPU indices"]),
     ("E", ["--devices", "1,1"], ["names a GPU twice"]),
     ("E", ["--quantize", "gptq"], ["--quantize 'gptq'", "one of none, awq"]),
+    ("E", ["--dtype", "float64"], ["--dtype 'float64'", "one of auto, bfloat16, float16, float32"]),
     ("D", ["--storage", "nonsense"], ["--storage 'nonsense'", "not a database URL"]),
     ("D", ["--storage", "postgresql://u:p@h:notaport/db"], ["not a database URL"]),
     ("D", ["--storage", "foo://x"], ["'foo'", "not support"]),

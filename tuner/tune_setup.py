@@ -47,7 +47,11 @@ def base_config(inp: Inputs) -> ServeConfig:
     """vLLM's defaults for the model: what the baseline trial runs and every suggestion starts from."""
     s = inp.settings
     cfg = ServeConfig(
-        model=str(inp.model_dir), served_model_name=inp.model_dir.name, load_format=s.load_format, seed=s.seed
+        model=str(inp.model_dir),
+        served_model_name=inp.model_dir.name,
+        load_format=s.load_format,
+        seed=s.seed,
+        dtype=s.dtype,
     )
     if inp.cpu_kv_space_gib:
         cfg = cfg.with_env(VLLM_CPU_KVCACHE_SPACE=inp.cpu_kv_space_gib)

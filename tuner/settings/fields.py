@@ -73,6 +73,12 @@ FIELDS: dict[str, Field] = {
         str, "GPU indices for one trial each at a time, e.g. 0,1,2,3 (default: one trial at a time)", rule=rules.DEVICES
     ),
     "load_format": Field(str, "vLLM --load-format, e.g. 'dummy' for random weights generated on the device"),
+    "dtype": Field(
+        str,
+        "vLLM --dtype for every launch, e.g. 'float32' on a CPU without AVX-512 (where vLLM's 'auto' serves a bfloat16 "
+        "model in bfloat16, which such a CPU computes an order of magnitude slower) (default: vLLM's 'auto')",
+        rule=rules.choice("auto", "bfloat16", "float16", "float32"),
+    ),
     "seed": Field(int, "seed for the sampler and the load generator", 0, rules.SEED),
     "level_seconds": Field(
         float,

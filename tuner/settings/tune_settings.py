@@ -38,6 +38,7 @@ class TuneSettings:
     storage: str | None = None
     devices: str | None = None
     load_format: str | None = None
+    dtype: str | None = None  # vLLM --dtype for every launch (None: vLLM's auto)
     seed: int = 0
     level_seconds: float | None = None
     soak_seconds: float | None = None
