@@ -4,7 +4,7 @@ KV space). One source for predict.py (the model's engine) and phase3.sh (the ser
 
 import sys
 
-KV_BYTES_PER_TOKEN = 23040  # SmolLM2-135M: 30 layers x 2 x 3 KV heads x 64 x 2 bytes (vLLM-CPU reports the same)
+KV_BYTES_PER_TOKEN = 46080  # SmolLM2-135M served in float32: 30 layers x 2 x 3 KV heads x 64 x 4 bytes
 
 CONFIGS = {
     "f-512batch": (dict(max_model_len=2048, max_num_batched_tokens=512), None),
