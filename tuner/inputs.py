@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -222,3 +222,14 @@ def _check_vllm_fits(settings: TuneSettings, info: VllmInfo, device: GPUProfile)
             f"--gpu {settings.gpu} does not match the vLLM in {settings.vllm_python}: it is {build} "
             f"of vLLM {info.version}; {fix}"
         )
+
+
+def with_cpu_dtype_note(inputs: Inputs, timer: Callable[[str], float | None] | None = None) -> Inputs:
+    """On the CPU, where vLLM will serve this model in bfloat16 and this CPU computes bfloat16 far slower than
+    float32 (``launch.cpu_dtype``: timed in the vLLM interpreter), a note that suggests --dtype float32."""
+    from launch.cpu_dtype import bf16_slowdown, slow_bf16_note
+
+    if not inputs.gpu.is_cpu or inputs.spec.with_dtype(inputs.settings.dtype).dtype != "bfloat16":
+        return inputs
+    note = slow_bf16_note((timer or bf16_slowdown)(inputs.settings.vllm_python))
+    return replace(inputs, notes=(*inputs.notes, note)) if note else inputs

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from loadtest.writable import check_output_dir
 from tuner.commands.tune import print_outcome
-from tuner.inputs import load_inputs
+from tuner.inputs import load_inputs, with_cpu_dtype_note
 from tuner.model.real_model import build_real_model
 from tuner.out_dir import claimed
 from tuner.report.sample_answer import QUESTION
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     )
     with claimed(settings.out_dir()):
         check_storage(storage_url(settings), resume=settings.resume)
-        inputs = load_inputs(settings)
+        inputs = with_cpu_dtype_note(load_inputs(settings))
         check_resume(inputs)
         outcome = tune(inputs, sample_question=None if args.tiny else QUESTION)
     print_outcome(outcome.out, outcome.summary, settings.slo, outcome.confirmation, outcome.headline)

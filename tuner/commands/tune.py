@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.certify.headline import CONFIRMED, headline
-from tuner.inputs import load_inputs
+from tuner.inputs import load_inputs, with_cpu_dtype_note
 from tuner.out_dir import claimed
 from tuner.quantize_step import maybe_quantize
 from tuner.settings.fields import FIELDS
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     with claimed(settings.out_dir()):
         check_storage(storage_url(settings), resume=settings.resume)
-        inputs = load_inputs(settings)
+        inputs = with_cpu_dtype_note(load_inputs(settings))
         check_resume(inputs)
         quantized = maybe_quantize(settings, inputs)
         outcome = tune(inputs, quantized=quantized)
