@@ -1,10 +1,11 @@
-"""Phase 2 (offline, before any configuration is measured): two calibrations on this sitting's vLLM defaults (trial 0
+"""Phase 2 (offline, before any configuration is measured): three calibrations on this sitting's vLLM defaults (trial 0
 of STUDY) predict each configuration of configs.py at steady state:
 - the candidate: the calibration also fits vLLM's engine-side mean TTFT (queue + prefill) of each level
   (``observed_levels(..., engine_ttft=True)``); its figure comes first and seeds the measured rates;
 - the landed model: ``tune --predict``'s own calibration (client percentiles only);
 - a second candidate: the first, fitting vLLM's mean inter-token latency of each level as well.
-    python predict.py CODE STUDY > predictions.txt"""
+    python predict.py CODE STUDY [CONFIG_FOLDER] > predictions.txt
+CONFIG_FOLDER: take configs.py from there instead (the post-hoc refit of the 2026-12-07 check's a-e)."""
 
 import sys
 from dataclasses import replace
@@ -13,7 +14,8 @@ from pathlib import Path
 
 def main() -> None:
     code, study = Path(sys.argv[1]), Path(sys.argv[2])
-    sys.path[:0] = [str(code), str(code / "scripts/gpu"), str(Path(__file__).parent)]
+    configs_at = Path(sys.argv[3]) if len(sys.argv) > 3 else Path(__file__).parent
+    sys.path[:0] = [str(code), str(code / "scripts/gpu"), str(configs_at)]
     from configs import CONFIGS, flags
     from offline_model import scratch_study_context
 
