@@ -115,13 +115,11 @@ def test_random_weights_leave_speculation_out_and_say_so():
     assert ctx(base=dummy.base, flags=frozenset({"--max-num-seqs"})).notes() == ()
 
 
-def test_tune_with_random_weights_states_the_space_on_the_console_and_in_best_json(offline_inputs, tmp_path, capsys):
-    import json
-
+def launched_configs(inp) -> list[ServeConfig]:
+    """The configurations a tune of ``inp`` launches, each trial answered at once (rate 1 + its number)."""
     from tuner import pipeline
     from tuner.trial.result import TrialResult
 
-    inp = offline_inputs(trials=6, load_format="dummy")
     configs = []
 
     def fake_run_trial(n, config, baseline, ctx, say, device=None):
@@ -129,6 +127,13 @@ def test_tune_with_random_weights_states_the_space_on_the_console_and_in_best_js
         return TrialResult(n, "COMPLETE", baseline, config, slo_met=True, goodput_req_s=1.0 + n, best_rate=1.0 + n)
 
     pipeline.tune(inp, versions={"vllm": "0.32.0"}, run=fake_run_trial)
+    return configs
+
+
+def test_tune_with_random_weights_states_the_space_on_the_console_and_in_best_json(offline_inputs, tmp_path, capsys):
+    import json
+
+    configs = launched_configs(offline_inputs(trials=6, load_format="dummy"))
     assert len(configs) == 6 and not any(c.speculative_method for c in configs)
     assert sum(SPECULATION_LEFT_OUT in line for line in capsys.readouterr().err.splitlines()) == 1
     assert SPECULATION_LEFT_OUT in json.loads((tmp_path / "study" / "best.json").read_text())["notes"]
@@ -139,19 +144,11 @@ def test_a_served_dtype_goes_to_every_launch_and_its_kv_budget(offline_inputs, t
     served in float32, and its KV budget counts 4-byte cache entries where vLLM's auto (bfloat16) counts 2."""
     from dataclasses import replace
 
-    from tuner import pipeline
     from tuner.search.predict_model import candidate
-    from tuner.trial.result import TrialResult
     from tuner.tune_setup import base_config, trial_context
 
     inp = offline_inputs(trials=3, dtype="float32")
-    configs = []
-
-    def fake_run_trial(n, config, baseline, ctx, say, device=None):
-        configs.append(config)
-        return TrialResult(n, "COMPLETE", baseline, config, slo_met=True, goodput_req_s=1.0 + n, best_rate=1.0 + n)
-
-    pipeline.tune(inp, versions={"vllm": "0.32.0"}, run=fake_run_trial)
+    configs = launched_configs(inp)
     assert len(configs) == 3 and all(c.dtype == "float32" for c in configs)
     ctx = trial_context(inp, tmp_path / "logs")
     served = candidate(base_config(inp), ctx)
