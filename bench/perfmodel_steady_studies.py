@@ -5,7 +5,8 @@ and compare with the trial's search estimate (its best rate). Per study: median 
 Spearman's rank correlation (SciPy); pooled: the errors only. Nothing is measured; the study's own model is rebuilt
 offline (scripts/gpu/offline_model.py).
 
-    python bench/perfmodel_steady_studies.py results/STUDY [...] > OUT.txt
+    python bench/perfmodel_steady_studies.py [--engine-ttft] results/STUDY [...] > OUT.txt
+--engine-ttft: calibrate with vLLM's engine-side TTFT of each level as well (tried 2026-12-08, not landed).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 Row = tuple[str, int, float, float, bool]  # study, trial, predicted, measured, flagged (seq-bound)
 
 
-def study_rows(study: Path, scratch: Path) -> list[Row]:
+def study_rows(study: Path, scratch: Path, engine_ttft: bool = False) -> list[Row]:
     from offline_model import scratch_study
 
-    _inp, model, results = scratch_study(study, scratch)
+    _inp, model, results = scratch_study(study, scratch, engine_ttft=engine_ttft)
     base = results.get(0)
     if base is None or not base.best_rate:
         print(f"{study}: no measured defaults (trial 0), skipped", flush=True)
@@ -64,10 +65,11 @@ def score(title: str, rows: list[Row], *, rank: bool = True) -> None:
 
 def main() -> None:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    print(f"code {head.stdout.strip()} (perfmodel at {ROOT})", flush=True)
+    engine_ttft = "--engine-ttft" in sys.argv[1:]
+    print(f"code {head.stdout.strip()} (perfmodel at {ROOT}){' --engine-ttft' if engine_ttft else ''}", flush=True)
     every: list[Row] = []
-    for k, arg in enumerate(sys.argv[1:]):
-        rows = study_rows(Path(arg), Path(f"/tmp/perfmodel-steady-studies/{k}"))
+    for k, arg in enumerate(a for a in sys.argv[1:] if a != "--engine-ttft"):
+        rows = study_rows(Path(arg), Path(f"/tmp/perfmodel-steady-studies/{k}"), engine_ttft)
         score("  this study", rows)
         every += rows
     print()

@@ -129,12 +129,13 @@ def candidate(config: ServeConfig, ctx: TrialContext) -> Candidate | None:
         return None
 
 
-def perf_model(ctx: TrialContext) -> Model:
-    """The real model for a study measured with ``ctx`` (its workload, SLOs, plan, model and GPU)."""
+def perf_model(ctx: TrialContext, *, engine_ttft: bool = False) -> Model:
+    """The real model for a study measured with ``ctx`` (its workload, SLOs, plan, model and GPU). ``engine_ttft``:
+    calibrations also fit vLLM's engine-side TTFT of each level (tried 2026-12-08, not landed: docs/perfmodel.md)."""
     demand = demand_of(ctx)
 
     def fit(measured: Sequence[TrialResult], previous: Calibration | None) -> Calibration:
-        observed = [o for r in measured for o in observed_levels(r, demand, ctx.plan)]
+        observed = [o for r in measured for o in observed_levels(r, demand, ctx.plan, engine_ttft=engine_ttft)]
         if previous is not None and kv_siblings(family_of(measured[0].config), previous.family):
             return calibrate_kv_sibling(observed, previous, workers=None)
         evaluations = FIRST_EVALUATIONS if previous is None else REFIT_EVALUATIONS
