@@ -5,8 +5,9 @@ and compare with the trial's search estimate (its best rate). Per study: median 
 Spearman's rank correlation (SciPy); pooled: the errors only. Nothing is measured; the study's own model is rebuilt
 offline (scripts/gpu/offline_model.py).
 
-    python bench/perfmodel_steady_studies.py [--engine-ttft] results/STUDY [...] > OUT.txt
---engine-ttft: calibrate with vLLM's engine-side TTFT of each level as well (tried 2026-12-08, not landed).
+    python bench/perfmodel_steady_studies.py [--engine-ttft[=unqueued]] results/STUDY [...] > OUT.txt
+--engine-ttft: calibrate with vLLM's engine-side TTFT of each level as well; =unqueued: only of levels where vLLM's
+queue time was under its prefill time (perfmodel.observed.observe; tried 2026-12-08, neither landed).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 Row = tuple[str, int, float, float, bool]  # study, trial, predicted, measured, flagged (seq-bound)
 
 
-def study_rows(study: Path, scratch: Path, engine_ttft: bool = False) -> list[Row]:
+def study_rows(study: Path, scratch: Path, engine_ttft: str = "off") -> list[Row]:
     from offline_model import scratch_study
 
     _inp, model, results = scratch_study(study, scratch, engine_ttft=engine_ttft)
@@ -65,10 +66,11 @@ def score(title: str, rows: list[Row], *, rank: bool = True) -> None:
 
 def main() -> None:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    engine_ttft = "--engine-ttft" in sys.argv[1:]
-    print(f"code {head.stdout.strip()} (perfmodel at {ROOT}){' --engine-ttft' if engine_ttft else ''}", flush=True)
+    flags = [a for a in sys.argv[1:] if a.startswith("--engine-ttft")]
+    engine_ttft = (flags[-1].partition("=")[2] or "all") if flags else "off"
+    print(f"code {head.stdout.strip()} (perfmodel at {ROOT}) engine TTFT fitted: {engine_ttft}", flush=True)
     every: list[Row] = []
-    for k, arg in enumerate(a for a in sys.argv[1:] if a != "--engine-ttft"):
+    for k, arg in enumerate(a for a in sys.argv[1:] if not a.startswith("--engine-ttft")):
         rows = study_rows(Path(arg), Path(f"/tmp/perfmodel-steady-studies/{k}"), engine_ttft)
         score("  this study", rows)
         every += rows

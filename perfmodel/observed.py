@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from tuner.trial.result import TrialResult
 
 
+ENGINE_TTFT_MODES = ("off", "all", "unqueued")  # which levels' engine-side TTFT a calibration fits
+
+
 @dataclass(frozen=True)
 class ObservedLevel:
     kind: str  # "probe" | "rate"
@@ -53,10 +56,14 @@ def observe(
     seed: int,
     *,
     readback: bool = True,
-    engine_ttft: bool = False,
+    engine_ttft: str = "off",
 ) -> ObservedTrial:
     """``readback``: the KV blocks vLLM reported (what the server had), else the budget's prediction.
-    ``engine_ttft``: keep vLLM's engine-side mean TTFT of each level, so that calibration fits it too."""
+    ``engine_ttft``: keep vLLM's engine-side mean TTFT of each level, so that calibration fits it too: "all", or
+    "unqueued" (only where vLLM's mean queue time was under its prefill time: the steps, not a queue at the edge).
+    "off" (the default, what ``tune --predict`` fits): none."""
+    if engine_ttft not in ENGINE_TTFT_MODES:
+        raise ValueError(f"engine_ttft {engine_ttft!r}: one of {', '.join(ENGINE_TTFT_MODES)}")
     config = result.launched or result.config
     if result.budget is None:
         raise ValueError(f"trial {result.number} has no KV budget: it was not launched")
@@ -68,7 +75,7 @@ def observe(
     )
 
 
-def _level(lv: Level, plan: ShortLevelSearch, engine_ttft: bool) -> ObservedLevel:
+def _level(lv: Level, plan: ShortLevelSearch, engine_ttft: str) -> ObservedLevel:
     if lv.kind == "probe":
         assert lv.concurrency is not None, "a probe level has its concurrency"
         conc = lv.concurrency
@@ -80,7 +87,10 @@ def _level(lv: Level, plan: ShortLevelSearch, engine_ttft: bool) -> ObservedLeve
         assert lv.rate is not None, "a rate level has its rate"
         conc, n = None, plan.level_requests(lv.rate)
     queue, prefill = lv.server.queue_time_mean_ms, lv.server.prefill_time_mean_ms
-    engine = queue + prefill if engine_ttft and queue is not None and prefill is not None else None
+    engine = None
+    if queue is not None and prefill is not None:
+        if engine_ttft == "all" or (engine_ttft == "unqueued" and queue <= prefill):
+            engine = queue + prefill
     return ObservedLevel(
         lv.kind, lv.rate, conc, n, lv.slo_met, lv.throughput_req_s, lv.ttft_p95_ms, lv.tpot_p95_ms, engine
     )

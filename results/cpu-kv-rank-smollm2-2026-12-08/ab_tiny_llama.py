@@ -16,7 +16,7 @@ def main():
     base = results[min(results)]
     demand = demand_of(ctx)
     landed = model.calibrate([base], None)
-    obs = observed_levels(base, demand, ctx.plan, engine_ttft=True)
+    obs = observed_levels(base, demand, ctx.plan, engine_ttft="all")
     print("levels with engine TTFT:", [o.levels[0].engine_ttft_ms for o in obs])
     cand = calibrate(obs, ctx.spec, ctx.speed_gpu, max_evaluations=FIRST_EVALUATIONS, workers=None)
     c = candidate(base.config, ctx)

@@ -1,7 +1,7 @@
 """Phase 2 (offline, before any configuration is measured): three calibrations on this sitting's vLLM defaults (trial 0
 of STUDY) predict each configuration of configs.py at steady state:
 - the candidate: the calibration also fits vLLM's engine-side mean TTFT (queue + prefill) of each level
-  (``observed_levels(..., engine_ttft=True)``); its figure comes first and seeds the measured rates;
+  (``observed_levels(..., engine_ttft="all")``); its figure comes first and seeds the measured rates;
 - the landed model: ``tune --predict``'s own calibration (client percentiles only);
 - a second candidate: the first, fitting vLLM's mean inter-token latency of each level as well.
     python predict.py CODE STUDY [CONFIG_FOLDER] > predictions.txt
@@ -27,7 +27,7 @@ def main() -> None:
     base = results[min(results)]
     demand = demand_of(ctx)
     landed = model.calibrate([base], None)
-    observed = observed_levels(base, demand, ctx.plan, engine_ttft=True)
+    observed = observed_levels(base, demand, ctx.plan, engine_ttft="all")
     fitted = calibrate(observed, ctx.spec, ctx.speed_gpu, max_evaluations=FIRST_EVALUATIONS, workers=None)
     with_itl = [
         replace(o, levels=tuple(replace(lv, engine_itl_ms=raw.server.server_itl_mean_ms) for lv in o.levels))

@@ -26,7 +26,7 @@ from tuner.tune_setup import trial_context  # noqa: E402
 rewrite_outputs = __import__("rewrite-outputs")
 
 
-def study_model(study: Path, scratch: Path, *, engine_ttft: bool = False) -> tuple[Any, Any, Any]:
+def study_model(study: Path, scratch: Path, *, engine_ttft: str = "off") -> tuple[Any, Any, Any]:
     """The study's inputs, trial context and perfmodel Model (uncalibrated), as its tune built them."""
     doc = json.loads((study / "best.json").read_text())
     settings = TuneSettings(**{k: v for k, v in doc["settings"].items() if k in TuneSettings.__dataclass_fields__})
@@ -41,14 +41,14 @@ def study_model(study: Path, scratch: Path, *, engine_ttft: bool = False) -> tup
     return inp, ctx, perf_model(ctx, engine_ttft=engine_ttft)
 
 
-def scratch_study(study: Path, scratch: Path, *, engine_ttft: bool = False) -> tuple[Any, Any, dict[int, Any]]:
+def scratch_study(study: Path, scratch: Path, *, engine_ttft: str = "off") -> tuple[Any, Any, dict[int, Any]]:
     """study_model's inputs and Model, and the study's trial results by number (scratch_study_context's)."""
     inp, _ctx, model, results = scratch_study_context(study, scratch, engine_ttft=engine_ttft)
     return inp, model, results
 
 
 def scratch_study_context(
-    study: Path, scratch: Path, *, engine_ttft: bool = False
+    study: Path, scratch: Path, *, engine_ttft: str = "off"
 ) -> tuple[Any, Any, Any, dict[int, Any]]:
     """study_model's inputs, trial context and Model, and the study's trial results by number, read from a copy of
     its study.db in ``scratch`` (emptied first): nothing is written beside the committed study."""

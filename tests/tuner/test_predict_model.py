@@ -112,7 +112,11 @@ def test_a_level_keeps_vllms_engine_side_ttft_queue_and_prefill_when_asked():
     result = TrialResult(7, COMPLETE, False, ServeConfig(model="/m", max_num_seqs=16), slo_met=True,
                          goodput_req_s=4.0, best_rate=4.0, levels=levels, budget=BUDGET)  # fmt: skip
     demand = Demand(load_workload("chat"), parse_slos("ttft_p95=2s"))
-    kept = observed_levels(result, demand, PLAN, engine_ttft=True)
+    kept = observed_levels(result, demand, PLAN, engine_ttft="all")
     assert [o.levels[0].engine_ttft_ms for o in kept] == [250.0, None, None]
-    plain = observed_levels(result, demand, PLAN, engine_ttft=False)
+    plain = observed_levels(result, demand, PLAN, engine_ttft="off")
     assert [o.levels[0].engine_ttft_ms for o in plain] == [None, None, None]
+    queued = replace(timed, queue_time_mean_ms=400.0)  # a queue at the edge: its mean says little of the steps
+    result = replace(result, levels=(replace(levels[0], server=queued), *levels[1:]))
+    assert observed_levels(result, demand, PLAN, engine_ttft="all")[0].levels[0].engine_ttft_ms == 630.0
+    assert observed_levels(result, demand, PLAN, engine_ttft="unqueued")[0].levels[0].engine_ttft_ms is None

@@ -80,7 +80,7 @@ def _sent(level: Level, planned: int, plan: MeasurePlan) -> int:
 
 
 def observed_levels(
-    result: TrialResult, demand: Demand, plan: MeasurePlan, *, engine_ttft: bool = False
+    result: TrialResult, demand: Demand, plan: MeasurePlan, *, engine_ttft: str = "off"
 ) -> list[ObservedTrial]:
     """``result``'s levels as perfmodel trials, one per level, each with the seed it was measured under; the
     best level's percentiles go with its own. A level passed when it met the SLOs and was steady.
@@ -129,9 +129,10 @@ def candidate(config: ServeConfig, ctx: TrialContext) -> Candidate | None:
         return None
 
 
-def perf_model(ctx: TrialContext, *, engine_ttft: bool = False) -> Model:
+def perf_model(ctx: TrialContext, *, engine_ttft: str = "off") -> Model:
     """The real model for a study measured with ``ctx`` (its workload, SLOs, plan, model and GPU). ``engine_ttft``:
-    calibrations also fit vLLM's engine-side TTFT of each level (tried 2026-12-08, not landed: docs/perfmodel.md)."""
+    calibrations also fit vLLM's engine-side TTFT of levels ("all" or "unqueued": ``perfmodel.observed.observe``;
+    tried 2026-12-08, not landed: docs/perfmodel.md)."""
     demand = demand_of(ctx)
 
     def fit(measured: Sequence[TrialResult], previous: Calibration | None) -> Calibration:
