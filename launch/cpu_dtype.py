@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import subprocess
 
+from launch.vllm_kernels import snippet_words
+
 SLOW_BF16_FACTOR = 4.0  # above this, tune suggests --dtype float32
 
 # Runs in the vLLM interpreter: one prefill-sized product (512 tokens x 576 x 576) in each dtype, best of a few.
@@ -28,12 +30,9 @@ print("SLOTUNE_BF16_S=%.6f SLOTUNE_FP32_S=%.6f" % (best(torch.bfloat16), best(to
 def bf16_slowdown(python: str, timeout: float = 60) -> float | None:
     """bfloat16's time over float32's for one product in ``python``'s torch; None when it could not be timed."""
     try:
-        done = subprocess.run(
-            [python, "-c", _TIMING], capture_output=True, text=True, timeout=timeout, start_new_session=True
-        )
+        _done, found = snippet_words(python, _TIMING, timeout)
     except (subprocess.TimeoutExpired, OSError):
         return None
-    found = dict(word.split("=", 1) for word in done.stdout.split() if word.startswith("SLOTUNE_"))
     try:
         return float(found["SLOTUNE_BF16_S"]) / float(found["SLOTUNE_FP32_S"])
     except (KeyError, ValueError, ZeroDivisionError):

